@@ -1,0 +1,181 @@
+"""The one place where data becomes bytes, and bytes become digests.
+
+Two encodings, for two jobs:
+
+* **Files** are written with orjson, object keys sorted, one trailing newline. Fast, and stable
+  for a given value, so a graph written twice is the same bytes.
+* **Digests** are SHA-256 over RFC 8785 (JSON Canonicalization Scheme) bytes, the form an
+  independent verifier in any language can reproduce from the spec alone.
+
+Invariants (each has a test in ``tests/test_canonical.py``):
+
+1. Nothing is serialised unless it has exactly one JSON form: NaN and the infinities, sets,
+   bytes, tuples-as-keys and any non-string key are refused *before* serialising, because orjson
+   silently writes NaN as ``null`` and a digest over that would be computed but meaningless.
+2. Integers stay within the range JSON consumers agree on (|n| < 2**53), so RFC 8785 can digest
+   everything a file can hold.
+3. :func:`loads` refuses duplicate object keys at any depth and non-finite number literals; a
+   plain JSON parser keeps the last duplicate silently.
+4. No other module of the package calls ``orjson.dumps``, ``json.dumps`` or ``hashlib``; an AST
+   test enforces it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any
+
+import orjson
+import rfc8785
+
+from contextmesh.errors import CanonicalError
+
+__all__ = [
+    "MAX_SAFE_INTEGER",
+    "canonical_bytes",
+    "digest",
+    "ensure_canonical",
+    "file_bytes",
+    "loads",
+    "sha256_hex",
+    "text_hash",
+]
+
+MAX_SAFE_INTEGER = 2**53 - 1
+_FILE_OPTIONS = orjson.OPT_SORT_KEYS | orjson.OPT_APPEND_NEWLINE
+
+
+def ensure_canonical(value: Any, path: str = "$") -> None:
+    """Refuse ``value`` unless it is plain JSON data with a single serialised form.
+
+    Accepted: ``None``, ``bool``, ``int`` (|n| ≤ 2**53 - 1), finite ``float``, ``str``, and
+    ``list`` / ``tuple`` / ``dict`` (string keys) of those. Everything else raises
+    :class:`CanonicalError` naming where in ``value`` it was found.
+    """
+    stack: list[tuple[Any, str]] = [(value, path)]
+    while stack:
+        item, where = stack.pop()
+        kind = type(item)
+        if kind is str or kind is bool or item is None:
+            continue
+        if kind is int:
+            if -MAX_SAFE_INTEGER <= item <= MAX_SAFE_INTEGER:
+                continue
+            raise CanonicalError(where, f"the integer {item}", "integers must lie within ±(2**53 - 1)")
+        if kind is float:
+            if item - item == 0.0:  # false exactly for NaN and the infinities
+                continue
+            raise CanonicalError(where, f"the float {item!r}", "NaN and Infinity have no JSON form")
+        if kind is dict:
+            for key, child in item.items():
+                if type(key) is not str:
+                    raise CanonicalError(
+                        where, f"the key {key!r} of type {type(key).__name__}", "object keys must be strings"
+                    )
+                stack.append((child, f"{where}.{key}"))
+            continue
+        if kind is list or kind is tuple:
+            stack.extend((child, f"{where}[{index}]") for index, child in enumerate(item))
+            continue
+        raise CanonicalError(
+            where,
+            f"a value of type {kind.__name__}",
+            "only null, booleans, numbers, strings, lists and string-keyed objects have a JSON form",
+        )
+
+
+def file_bytes(value: Any) -> bytes:
+    """Serialise ``value`` for a file: orjson, sorted keys, trailing newline."""
+    ensure_canonical(value)
+    return orjson.dumps(value, option=_FILE_OPTIONS)
+
+
+def canonical_bytes(value: Any) -> bytes:
+    """The RFC 8785 bytes of ``value`` — the only bytes ContextMesh ever digests."""
+    ensure_canonical(value)
+    return rfc8785.dumps(value)
+
+
+def digest(value: Any) -> str:
+    """SHA-256 (lower-case hex) over the RFC 8785 bytes of ``value``."""
+    return hashlib.sha256(canonical_bytes(value)).hexdigest()
+
+
+def sha256_hex(data: bytes) -> str:
+    """SHA-256 of raw bytes, for content-addressing whole files."""
+    return hashlib.sha256(data).hexdigest()
+
+
+def text_hash(text: str, length: int) -> str:
+    """The first ``length`` hex digits of SHA-1 over the UTF-8 text: the tail of a slug id.
+
+    SHA-1 here names, it does not protect: the tail only has to keep two slugs with the same
+    readable body apart, and it matches the ids of the original project (``entity:pgvector-6db608``).
+    """
+    return hashlib.sha1(text.encode("utf-8"), usedforsecurity=False).hexdigest()[:length]
+
+
+class _Duplicate(dict[str, Any]):
+    """Marks an object in which the strict parser met a key twice."""
+
+    def __init__(self, key: str) -> None:
+        super().__init__()
+        self.key = key
+
+
+def _pairs_hook(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    result: dict[str, Any] = {}
+    for key, child in pairs:
+        if key in result:
+            return _Duplicate(key)
+        result[key] = child
+    return result
+
+
+def _refuse_constant(name: str) -> Any:
+    raise CanonicalError("$", f"the literal {name}", "JSON numbers must be finite")
+
+
+def _find_duplicate(value: Any, path: str) -> tuple[str, str] | None:
+    stack: list[tuple[Any, str]] = [(value, path)]
+    while stack:
+        item, where = stack.pop()
+        if isinstance(item, _Duplicate):
+            return where, item.key
+        if isinstance(item, dict):
+            stack.extend((child, f"{where}.{key}") for key, child in reversed(item.items()))
+        elif isinstance(item, list):
+            stack.extend((child, f"{where}[{i}]") for i, child in reversed(list(enumerate(item))))
+    return None
+
+
+def loads(data: bytes | str, where: str = "$") -> Any:
+    """Parse strict JSON: no duplicate keys at any depth, no NaN or Infinity.
+
+    Files ContextMesh wrote are already in orjson's sorted form, and a text that equals the
+    re-serialisation of its own parse cannot hold a duplicate key (dropping one would shorten
+    it), so those take the fast path. Anything else goes through a slower parser that sees every
+    key and reports the first duplicate with its path.
+    """
+    raw = data.encode("utf-8") if isinstance(data, str) else bytes(data)
+    try:
+        value = orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
+        raise CanonicalError(where, f"text that is not strict JSON ({exc})", "files must be valid JSON") from None
+    try:
+        if orjson.dumps(value, option=_FILE_OPTIONS) == raw:
+            ensure_canonical(value, where)
+            return value
+    except (TypeError, orjson.JSONEncodeError):  # e.g. an integer orjson can read but not write
+        pass
+    try:
+        slow = json.loads(raw, object_pairs_hook=_pairs_hook, parse_constant=_refuse_constant)
+    except CanonicalError as exc:
+        raise CanonicalError(where, exc.found, exc.rule) from None
+    duplicate = _find_duplicate(slow, where)
+    if duplicate is not None:
+        at, key = duplicate
+        raise CanonicalError(at, f"the key {key!r} twice", "an object may name each key only once")
+    ensure_canonical(value, where)
+    return value
