@@ -33,6 +33,7 @@ from contextmesh.errors import CanonicalError
 
 __all__ = [
     "MAX_SAFE_INTEGER",
+    "ROOT",
     "canonical_bytes",
     "digest",
     "ensure_canonical",
@@ -43,10 +44,19 @@ __all__ = [
 ]
 
 MAX_SAFE_INTEGER = 2**53 - 1
+ROOT = "$"
 _FILE_OPTIONS = orjson.OPT_SORT_KEYS | orjson.OPT_APPEND_NEWLINE
 
 
-def ensure_canonical(value: Any, path: str = "$") -> None:
+def _key_path(where: str, key: str) -> str:
+    return key if where == ROOT else f"{where}.{key}"
+
+
+def _index_path(where: str, index: int) -> str:
+    return f"[{index}]" if where == ROOT else f"{where}[{index}]"
+
+
+def ensure_canonical(value: Any, path: str = ROOT) -> None:
     """Refuse ``value`` unless it is plain JSON data with a single serialised form.
 
     Accepted: ``None``, ``bool``, ``int`` (|n| ≤ 2**53 - 1), finite ``float``, ``str``, and
@@ -73,10 +83,10 @@ def ensure_canonical(value: Any, path: str = "$") -> None:
                     raise CanonicalError(
                         where, f"the key {key!r} of type {type(key).__name__}", "object keys must be strings"
                     )
-                stack.append((child, f"{where}.{key}"))
+                stack.append((child, _key_path(where, key)))
             continue
         if kind is list or kind is tuple:
-            stack.extend((child, f"{where}[{index}]") for index, child in enumerate(item))
+            stack.extend((child, _index_path(where, index)) for index, child in enumerate(item))
             continue
         raise CanonicalError(
             where,
@@ -134,7 +144,7 @@ def _pairs_hook(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 
 
 def _refuse_constant(name: str) -> Any:
-    raise CanonicalError("$", f"the literal {name}", "JSON numbers must be finite")
+    raise CanonicalError(ROOT, f"the literal {name}", "JSON numbers must be finite")
 
 
 def _find_duplicate(value: Any, path: str) -> tuple[str, str] | None:
@@ -144,13 +154,13 @@ def _find_duplicate(value: Any, path: str) -> tuple[str, str] | None:
         if isinstance(item, _Duplicate):
             return where, item.key
         if isinstance(item, dict):
-            stack.extend((child, f"{where}.{key}") for key, child in reversed(item.items()))
+            stack.extend((child, _key_path(where, key)) for key, child in reversed(item.items()))
         elif isinstance(item, list):
-            stack.extend((child, f"{where}[{i}]") for i, child in reversed(list(enumerate(item))))
+            stack.extend((child, _index_path(where, i)) for i, child in reversed(list(enumerate(item))))
     return None
 
 
-def loads(data: bytes | str, where: str = "$") -> Any:
+def loads(data: bytes | str, where: str = ROOT) -> Any:
     """Parse strict JSON: no duplicate keys at any depth, no NaN or Infinity.
 
     Files ContextMesh wrote are already in orjson's sorted form, and a text that equals the

@@ -53,7 +53,7 @@ class ContextGraph:
         self.nodes: dict[str, NodeRecord] = {}
         self.edges: dict[str, EdgeRecord] = {}
         self.assumptions: dict[str, AssumptionRecord] = {}
-        self.nx = nx.MultiDiGraph()
+        self.nx: nx.MultiDiGraph[str] = nx.MultiDiGraph()
         self._out: dict[str, list[str]] = {}
         self._in: dict[str, list[str]] = {}
         self._edge_key: dict[tuple[str, str, str], str] = {}
@@ -107,7 +107,9 @@ class ContextGraph:
         """True when the edge is not invalidated and both endpoints are live."""
         return edge.live and self.is_live(edge.src) and self.is_live(edge.dst)
 
-    def out_edges(self, node_id: str, types: Iterable[str] | None = None, *, live_only: bool = True) -> list[EdgeRecord]:
+    def out_edges(
+        self, node_id: str, types: Iterable[str] | None = None, *, live_only: bool = True
+    ) -> list[EdgeRecord]:
         """Edges leaving ``node_id`` in insertion order, optionally only of ``types`` and live."""
         return self._adjacent(self._out, node_id, types, live_only)
 
@@ -165,7 +167,7 @@ class ContextGraph:
         node_type: str,
         label: str,
         *,
-        id: str | None = None,  # noqa: A002 - "id" is the field's name everywhere else
+        id: str | None = None,
         attrs: Mapping[str, JsonValue] | None = None,
         provenance: Provenance | None = None,
         embedding: str | None = None,
@@ -258,9 +260,7 @@ class ContextGraph:
 
     def _check_node_type(self, node_type: str) -> None:
         if node_type not in self.ontology.must_carry:
-            raise OntologyError(
-                f"no such node type '{node_type}'; GRAPH.md defines {sorted(self.ontology.node_types)}"
-            )
+            raise OntologyError(f"no such node type '{node_type}'; GRAPH.md defines {sorted(self.ontology.node_types)}")
 
     def _check_must_carry(
         self, node_type: str, node_id: str, attrs: Mapping[str, Any], provenance: Provenance | None
@@ -350,9 +350,7 @@ class ContextGraph:
     def _check_edge(self, src: str, edge_type: str, dst: str, weight: float) -> tuple[NodeRecord, NodeRecord]:
         legal = self._legal.get(edge_type)
         if legal is None:
-            raise OntologyError(
-                f"no such edge type '{edge_type}'; GRAPH.md defines {sorted(self.ontology.edge_types)}"
-            )
+            raise OntologyError(f"no such edge type '{edge_type}'; GRAPH.md defines {sorted(self.ontology.edge_types)}")
         source = self.nodes.get(src)
         if source is None:
             raise OntologyError(f"unknown source node '{src}'")

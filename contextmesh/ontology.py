@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
 from types import MappingProxyType
-from typing import Literal, cast
+from typing import Literal
 
 from contextmesh.errors import OntologyError
 
@@ -138,7 +138,7 @@ def parse_ontology(text: str, origin: str = "GRAPH.md") -> Ontology:
                 raise OntologyError(f"{where}: edge type '{first}' is declared twice")
             edge_types.append(first)
             signatures[first] = pairs
-            invalidation[first] = cast(Direction, direction)
+            invalidation[first] = direction
     if not node_types or not signatures:
         raise OntologyError(f"{origin} did not yield a usable ontology: it needs a Node types and an Edge types table")
     undeclared = sorted({t for pairs in signatures.values() for pair in pairs for t in pair} - set(node_types))

@@ -1,0 +1,333 @@
+"""The graph file format ``contextmesh.graph`` v2: a writer and a strict loader.
+
+``docs/formats/graph-v2.md`` specifies the format for an independent reader. In short: one JSON
+object with ``schema``, ``version`` (2), ``ontology`` (the digest of the tables the graph was
+checked against), ``build``, and the lists ``nodes``, ``edges`` and ``assumptions`` in insertion
+order. Object keys are sorted; the file ends with a newline.
+
+Invariants of the loader (``tests/test_graph_file.py`` and the corruption matrix pin them):
+
+1. Every field of every record is required; ``null`` is accepted only where the writer writes it;
+   values are type-checked, never coerced; unknown fields and duplicate keys are refused.
+2. Every node and edge is restored through the same typechecked path as a live write, so an
+   illegal pair or a missing must-carry name in a file is refused like one in code.
+3. Cross-references are checked once every record exists: edge endpoints, evidence ids naming
+   nodes, assumption node ↔ record agreement, two-sided supersession, bound edges, and the
+   recomputed fingerprint of every explicit-id decision.
+4. A refused file raises :class:`SnapshotError` with a path and leaves no partial graph behind
+   (the graph is built privately and returned only when every check passed).
+5. ``dump_graph(load_graph(b)) == b`` for every file this module wrote.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from contextmesh import vectors
+from contextmesh.canonical import digest, file_bytes, loads
+from contextmesh.decision_identity import decision_fingerprint
+from contextmesh.errors import ContextMeshError, SnapshotError
+from contextmesh.formats.records import (
+    check_header,
+    exact_keys,
+    expect_dict,
+    expect_list,
+    validate_record,
+)
+from contextmesh.graph import ContextGraph
+from contextmesh.ids import edge_id, is_auto_decision_id
+from contextmesh.model import AssumptionRecord, EdgeRecord, NodeRecord, Provenance
+from contextmesh.ontology import ONTOLOGY, Ontology
+
+__all__ = [
+    "GRAPH_SCHEMA",
+    "GRAPH_VERSION",
+    "dump_graph",
+    "graph_from_dict",
+    "graph_to_dict",
+    "load_graph",
+    "ontology_digest",
+]
+
+GRAPH_SCHEMA = "contextmesh.graph"
+GRAPH_VERSION = 2
+_TOP_FIELDS = ("schema", "version", "ontology", "build", "nodes", "edges", "assumptions")
+
+
+def ontology_digest(ontology: Ontology) -> str:
+    """SHA-256 over the canonical form of the tables that decide what a graph may hold."""
+    return digest(
+        {
+            "node_types": list(ontology.node_types),
+            "must_carry": {t: sorted(ontology.must_carry[t]) for t in ontology.node_types},
+            "edge_types": list(ontology.edge_types),
+            "pairs": {t: [list(p) for p in ontology.legal_pairs(t)] for t in ontology.edge_types},
+            "invalidation": {t: ontology.invalidation[t] for t in ontology.edge_types},
+        }
+    )
+
+
+def _provenance(p: Provenance | None) -> dict[str, Any] | None:
+    if p is None:
+        return None
+    return {
+        "source_id": p.source_id,
+        "span": None if p.span is None else list(p.span),
+        "extractor": p.extractor,
+        "checks": list(p.checks),
+        "recorded_at_build": p.recorded_at_build,
+    }
+
+
+def graph_to_dict(graph: ContextGraph) -> dict[str, Any]:
+    """The graph as plain data, records in insertion order."""
+    nodes = [
+        {
+            "id": n.id,
+            "type": n.type,
+            "label": n.label,
+            "attrs": n.attrs,
+            "provenance": _provenance(n.provenance),
+            "embedding": n.embedding,
+            "build": n.build,
+            "walks": n.walks,
+            "pruned": n.pruned,
+            "invalidated": n.invalidated,
+        }
+        for n in graph.nodes.values()
+    ]
+    edges = [
+        {
+            "id": e.id,
+            "src": e.src,
+            "dst": e.dst,
+            "type": e.type,
+            "evidence_ids": list(e.evidence_ids),
+            "weight": e.weight,
+            "build": e.build,
+            "assumption_id": e.assumption_id,
+            "traversals": e.traversals,
+            "invalidated": e.invalidated,
+        }
+        for e in graph.edges.values()
+    ]
+    assumptions = [
+        {
+            "id": a.id,
+            "statement": a.statement,
+            "status": a.status,
+            "version": a.version,
+            "created_by": a.created_by,
+            "created_at_build": a.created_at_build,
+            "evidence_ids": list(a.evidence_ids),
+            "supersedes": a.supersedes,
+            "superseded_by": a.superseded_by,
+            "rejected_at_build": a.rejected_at_build,
+        }
+        for a in graph.assumptions.values()
+    ]
+    return {
+        "schema": GRAPH_SCHEMA,
+        "version": GRAPH_VERSION,
+        "ontology": ontology_digest(graph.ontology),
+        "build": graph.build,
+        "nodes": nodes,
+        "edges": edges,
+        "assumptions": assumptions,
+    }
+
+
+def dump_graph(graph: ContextGraph) -> bytes:
+    """The file bytes of a graph."""
+    return file_bytes(graph_to_dict(graph))
+
+
+def load_graph(data: bytes, ontology: Ontology = ONTOLOGY) -> ContextGraph:
+    """Parse and restore a graph file, refusing anything that could not be restored faithfully."""
+    return graph_from_dict(loads(data), ontology)
+
+
+def graph_from_dict(data: Any, ontology: Ontology = ONTOLOGY) -> ContextGraph:
+    """Restore a graph from plain data (see the module's invariants)."""
+    top = expect_dict(data, "$")
+    check_header(top, GRAPH_SCHEMA, GRAPH_VERSION, original_versions=(1,))
+    exact_keys(top, _TOP_FIELDS, "$")
+    expected = ontology_digest(ontology)
+    if top["ontology"] != expected:
+        raise SnapshotError(
+            "ontology",
+            f"{top['ontology']!r}",
+            f"the graph was checked against other tables than this GRAPH.md (digest {expected})",
+        )
+    build = top["build"]
+    if type(build) is not int or build < 0:
+        raise SnapshotError("build", repr(build), "the build counter is a non-negative integer")
+    graph = ContextGraph(ontology)
+    graph.build = build
+    _restore_nodes(graph, expect_list(top["nodes"], "nodes"))
+    _restore_assumptions(graph, expect_list(top["assumptions"], "assumptions"))
+    _restore_edges(graph, expect_list(top["edges"], "edges"))
+    _check_cross_references(graph)
+    return graph
+
+
+def _refuse(path: str, exc: ContextMeshError, rule: str) -> SnapshotError:
+    return SnapshotError(path, str(exc), rule)
+
+
+def _restore_nodes(graph: ContextGraph, raw_nodes: list[Any]) -> None:
+    for index, raw in enumerate(raw_nodes):
+        path = f"nodes[{index}]"
+        record = validate_record(NodeRecord, raw, path)
+        if record.provenance is not None:
+            exact_keys(raw["provenance"], Provenance.model_fields, f"{path}.provenance")
+        if record.id in graph.nodes:
+            raise SnapshotError(f"{path}.id", repr(record.id), "node ids are unique within a file")
+        if record.build > graph.build:
+            raise SnapshotError(
+                f"{path}.build", str(record.build), f"no node is newer than the graph's build {graph.build}"
+            )
+        if record.embedding is not None and (problem := vectors.check(record.embedding)) is not None:
+            raise SnapshotError(f"{path}.embedding", repr(record.embedding[:40]), problem)
+        try:
+            if record.type == "decision":
+                node = graph._mint_decision(record.id, record.label, record.attrs, record.provenance)
+            elif record.type == "assumption":
+                # Assumption nodes are restored with their records, which own status and version.
+                node = graph._put_node(record.type, record.label, record.id, record.attrs, None, record.embedding)
+            else:
+                node = graph._put_node(
+                    record.type, record.label, record.id, record.attrs, record.provenance, record.embedding
+                )
+        except ContextMeshError as exc:
+            raise _refuse(path, exc, "every node is restored through the same checks as a live write") from None
+        node.provenance = record.provenance
+        node.embedding = record.embedding
+        node.build = record.build
+        node.walks = record.walks
+        node.pruned = record.pruned
+        node.invalidated = record.invalidated
+
+
+def _restore_assumptions(graph: ContextGraph, raw_records: list[Any]) -> None:
+    for index, raw in enumerate(raw_records):
+        path = f"assumptions[{index}]"
+        record = validate_record(AssumptionRecord, raw, path)
+        if record.id in graph.assumptions:
+            raise SnapshotError(f"{path}.id", repr(record.id), "each assumption has one record")
+        node = graph.nodes.get(record.id)
+        if node is None or node.type != "assumption":
+            found = "no node" if node is None else f"a {node.type} node"
+            raise SnapshotError(f"{path}.id", f"{found} under {record.id!r}", "every record mirrors an assumption node")
+        if node.label != record.statement:
+            raise SnapshotError(
+                f"{path}.statement", repr(record.statement), f"the assumption node's label is {node.label!r}"
+            )
+        mirror = (node.attrs.get("status"), node.attrs.get("version"))
+        if mirror != (record.status, record.version):
+            raise SnapshotError(
+                f"{path}.status",
+                f"node attrs say status={mirror[0]!r}, version={mirror[1]!r} but the record says "
+                f"status={record.status!r}, version={record.version!r}",
+                "an assumption node mirrors its record exactly",
+            )
+        if record.status == "rejected" and record.rejected_at_build is None:
+            raise SnapshotError(f"{path}.rejected_at_build", "null", "a rejected assumption records when it fell")
+        if record.status != "rejected" and record.rejected_at_build is not None:
+            raise SnapshotError(
+                f"{path}.rejected_at_build", str(record.rejected_at_build), "only a rejected assumption has one"
+            )
+        graph.assumptions[record.id] = record
+    for index, node in enumerate(graph.nodes.values()):
+        if node.type == "assumption" and node.id not in graph.assumptions:
+            raise SnapshotError(f"nodes[{index}].id", repr(node.id), "every assumption node has a record")
+
+
+def _restore_edges(graph: ContextGraph, raw_edges: list[Any]) -> None:
+    for index, raw in enumerate(raw_edges):
+        path = f"edges[{index}]"
+        record = validate_record(EdgeRecord, raw, path)
+        if record.id in graph.edges:
+            raise SnapshotError(f"{path}.id", repr(record.id), "edge ids are unique within a file")
+        if graph.find_edge(record.src, record.type, record.dst) is not None:
+            raise SnapshotError(
+                path, f"a second {record.src}-[{record.type}]->{record.dst}", "one edge per type and endpoint pair"
+            )
+        if record.build > graph.build:
+            raise SnapshotError(
+                f"{path}.build", str(record.build), f"no edge is newer than the graph's build {graph.build}"
+            )
+        try:
+            graph._check_edge(record.src, record.type, record.dst, record.weight)
+        except ContextMeshError as exc:
+            raise _refuse(path, exc, "every edge is restored through the same checks as a live write") from None
+        expected = edge_id(record.src, record.type, record.dst)
+        if record.id != expected:
+            raise SnapshotError(
+                f"{path}.id", repr(record.id), f"an edge's id is derived from its endpoints: {expected!r}"
+            )
+        for position, evidence in enumerate(record.evidence_ids):
+            if evidence not in graph.nodes:
+                raise SnapshotError(f"{path}.evidence_ids[{position}]", repr(evidence), "evidence ids name nodes")
+        if record.assumption_id is not None and record.assumption_id not in graph.assumptions:
+            raise SnapshotError(f"{path}.assumption_id", repr(record.assumption_id), "a bound edge names an assumption")
+        graph._store_edge(record)
+
+
+def _check_cross_references(graph: ContextGraph) -> None:
+    index_of = {aid: i for i, aid in enumerate(graph.assumptions)}
+    for aid, record in graph.assumptions.items():
+        path = f"assumptions[{index_of[aid]}]"
+        if record.supersedes is not None:
+            older = graph.assumptions.get(record.supersedes)
+            if older is None or older.superseded_by != aid:
+                raise SnapshotError(
+                    f"{path}.supersedes",
+                    repr(record.supersedes),
+                    "supersession is two-sided: the older record's superseded_by names this one",
+                )
+        if record.superseded_by is not None:
+            newer = graph.assumptions.get(record.superseded_by)
+            if newer is None or newer.supersedes != aid:
+                raise SnapshotError(
+                    f"{path}.superseded_by",
+                    repr(record.superseded_by),
+                    "supersession is two-sided: the newer record's supersedes names this one",
+                )
+        for position, evidence in enumerate(record.evidence_ids):
+            node = graph.nodes.get(evidence)
+            if node is None or node.type != "evidence":
+                raise SnapshotError(
+                    f"{path}.evidence_ids[{position}]", repr(evidence), "evidence ids name evidence nodes"
+                )
+    for index, edge in enumerate(graph.edges.values()):
+        bound = graph.assumptions.get(edge.assumption_id) if edge.assumption_id else None
+        if bound is not None and bound.status == "rejected" and not edge.invalidated:
+            raise SnapshotError(
+                f"edges[{index}].invalidated",
+                "false on an edge bound to the rejected assumption " + repr(bound.id),
+                "an edge bound to a rejected assumption has fallen with it",
+            )
+    for index, node in enumerate(graph.nodes.values()):
+        if node.type != "decision":
+            continue
+        path = f"nodes[{index}]"
+        identity = node.attrs.get("decision_identity")
+        if identity == "auto":
+            if not is_auto_decision_id(node.id):
+                raise SnapshotError(f"{path}.id", repr(node.id), "an auto-minted decision lives under 'decision:auto:'")
+        elif identity == "explicit":
+            if is_auto_decision_id(node.id):
+                raise SnapshotError(
+                    f"{path}.id", repr(node.id), "an explicit decision id may not use the auto-minted namespace"
+                )
+            if node.attrs.get("decision_digest") != decision_fingerprint(graph, node.id):
+                raise SnapshotError(
+                    f"{path}.attrs.decision_digest",
+                    repr(node.attrs.get("decision_digest")),
+                    "the stored digest does not match the fingerprint recomputed from the decision's content",
+                )
+        else:
+            raise SnapshotError(
+                f"{path}.attrs.decision_identity", repr(identity), "a decision is either 'explicit' or 'auto'"
+            )
