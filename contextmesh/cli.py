@@ -21,7 +21,7 @@ Handler = Callable[[argparse.Namespace], tuple[Any, str]]
 
 
 def _schema(_: argparse.Namespace) -> tuple[Any, str]:
-    data = {
+    data: dict[str, Any] = {
         "file": str(graph_md_path()),
         "node_types": {t: sorted(ONTOLOGY.must_carry[t]) for t in ONTOLOGY.node_types},
         "edge_types": {

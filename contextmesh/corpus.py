@@ -19,10 +19,10 @@ from contextmesh.canonical import loads
 from contextmesh.errors import InputError
 
 __all__ = [
+    "AssumptionSpec",
     "Corpus",
     "CorpusError",
     "DecisionSpec",
-    "AssumptionSpec",
     "EntitySpec",
     "Relation",
     "Sidecar",
@@ -169,7 +169,9 @@ def load_corpus(path: Path) -> Corpus:
     entities = []
     for i, raw in enumerate(data["entities"] if type(data["entities"]) is list else []):
         item = _obj(raw, f"entities[{i}]", ("name", "aliases"))
-        entities.append(EntitySpec(_text(item["name"], f"entities[{i}].name"), _texts(item["aliases"], f"entities[{i}].aliases")))
+        entities.append(
+            EntitySpec(_text(item["name"], f"entities[{i}].name"), _texts(item["aliases"], f"entities[{i}].aliases"))
+        )
     if not entities:
         raise CorpusError("entities", "no entities", "a corpus names at least one entity")
     sources = []
@@ -188,22 +190,36 @@ def load_corpus(path: Path) -> Corpus:
         spans = []
         for j, raw_span in enumerate(item["spans"] if type(item["spans"]) is list else []):
             at = f"{where}.spans[{j}]"
-            span = _obj(raw_span, at, ("key", "text", "body", "relations"))
-            span_key = _text(span["key"], f"{at}.key")
+            raw_fields = _obj(raw_span, at, ("key", "text", "body", "relations"))
+            span_key = _text(raw_fields["key"], f"{at}.key")
             if span_key in span_keys:
                 raise CorpusError(f"{at}.key", repr(span_key), "span keys are unique across the corpus")
             span_keys.add(span_key)
             relations = []
-            for k, raw_rel in enumerate(span["relations"] if type(span["relations"]) is list else []):
+            for k, raw_rel in enumerate(raw_fields["relations"] if type(raw_fields["relations"]) is list else []):
                 rel = _obj(raw_rel, f"{at}.relations[{k}]", ("type", "target"))
                 relations.append(
-                    Relation(_text(rel["type"], f"{at}.relations[{k}].type"), _text(rel["target"], f"{at}.relations[{k}].target"))
+                    Relation(
+                        _text(rel["type"], f"{at}.relations[{k}].type"),
+                        _text(rel["target"], f"{at}.relations[{k}].target"),
+                    )
                 )
             spans.append(
-                SpanSpec(span_key, _text(span["text"], f"{at}.text"), _text(span["body"], f"{at}.body", empty=True), tuple(relations))
+                SpanSpec(
+                    span_key,
+                    _text(raw_fields["text"], f"{at}.text"),
+                    _text(raw_fields["body"], f"{at}.body", empty=True),
+                    tuple(relations),
+                )
             )
         sources.append(
-            SourceSpec(key, _text(item["title"], f"{where}.title"), _text(item["origin"], f"{where}.origin"), retrieved, tuple(spans))
+            SourceSpec(
+                key,
+                _text(item["title"], f"{where}.title"),
+                _text(item["origin"], f"{where}.origin"),
+                retrieved,
+                tuple(spans),
+            )
         )
     if not sources:
         raise CorpusError("sources", "no sources", "a corpus has at least one source")
@@ -211,7 +227,9 @@ def load_corpus(path: Path) -> Corpus:
         for span in source.spans:
             for relation in span.relations:
                 if relation.target not in span_keys:
-                    raise CorpusError(f"span {span.key}.relations", repr(relation.target), "a relation targets a span key")
+                    raise CorpusError(
+                        f"span {span.key}.relations", repr(relation.target), "a relation targets a span key"
+                    )
     return Corpus(tuple(entities), tuple(sources))
 
 
@@ -241,10 +259,21 @@ def load_sidecar(path: Path, corpus: Corpus) -> Sidecar:
     decisions: list[DecisionSpec] = []
     for i, raw in enumerate(data["decisions"] if type(data["decisions"]) is list else []):
         at = f"decisions[{i}]"
-        fields = ("key", "title", "rationale", "source", "rests_on", "assumptions", "needs", "produces", "cites", "supersedes")
+        fields = (
+            "key",
+            "title",
+            "rationale",
+            "source",
+            "rests_on",
+            "assumptions",
+            "needs",
+            "produces",
+            "cites",
+            "supersedes",
+        )
         item = _obj(raw, at, fields)
         supersedes = item["supersedes"]
-        spec = DecisionSpec(
+        decision = DecisionSpec(
             _text(item["key"], f"{at}.key"),
             _text(item["title"], f"{at}.title"),
             _text(item["rationale"], f"{at}.rationale"),
@@ -257,24 +286,28 @@ def load_sidecar(path: Path, corpus: Corpus) -> Sidecar:
             None if supersedes is None else _text(supersedes, f"{at}.supersedes"),
         )
         earlier = {d.key for d in decisions}
-        _known(spec.source, source_keys, f"{at}.source", "a source key")
+        _known(decision.source, source_keys, f"{at}.source", "a source key")
         for name, values, known, what in (
-            ("rests_on", spec.rests_on, span_keys, "a span key"),
-            ("assumptions", spec.assumptions, set(assumption_keys), "an assumption key"),
-            ("needs", spec.needs, earlier, "the key of an earlier decision"),
-            ("produces", spec.produces, entity_names, "an entity name of the corpus"),
-            ("cites", spec.cites, source_keys, "a source key"),
+            ("rests_on", decision.rests_on, span_keys, "a span key"),
+            ("assumptions", decision.assumptions, set(assumption_keys), "an assumption key"),
+            ("needs", decision.needs, earlier, "the key of an earlier decision"),
+            ("produces", decision.produces, entity_names, "an entity name of the corpus"),
+            ("cites", decision.cites, source_keys, "a source key"),
         ):
             for k, value in enumerate(values):
                 _known(value, known, f"{at}.{name}[{k}]", what)
-        if spec.supersedes is not None:
-            _known(spec.supersedes, earlier, f"{at}.supersedes", "the key of an earlier decision")
-        decisions.append(spec)
+        if decision.supersedes is not None:
+            _known(decision.supersedes, earlier, f"{at}.supersedes", "the key of an earlier decision")
+        decisions.append(decision)
     brk = _obj(data["break"], "break", ("assumption", "evidence_text", "source"))
     _known(brk["assumption"], set(assumption_keys), "break.assumption", "an assumption key")
     _known(brk["source"], source_keys, "break.source", "a source key")
     return Sidecar(
-        tuple(assumptions), tuple(decisions), brk["assumption"], _text(brk["evidence_text"], "break.evidence_text"), brk["source"]
+        tuple(assumptions),
+        tuple(decisions),
+        brk["assumption"],
+        _text(brk["evidence_text"], "break.evidence_text"),
+        brk["source"],
     )
 
 

@@ -103,8 +103,7 @@ class VectorIndex:
         """The ``k`` best candidates by cosine (ties: first indexed first)."""
         query = vectors.decode(query_vector)
         scored = [
-            (node_id, cosine(query, self._vectors[node_id]))
-            for node_id in self.candidates(content_stems(query_text))
+            (node_id, cosine(query, self._vectors[node_id])) for node_id in self.candidates(content_stems(query_text))
         ]
         order = {node_id: i for i, node_id in enumerate(self._vectors)}
         scored.sort(key=lambda item: (-item[1], order[item[0]]))

@@ -59,6 +59,7 @@ class ContextGraph:
         self._edge_key: dict[tuple[str, str, str], str] = {}
         self._seq: dict[str, int] = {}
         self._next_seq = 0
+        self._bound: dict[str, list[str]] = {}  # assumption id -> edges bound to it, in binding order
         self._legal = {t: frozenset(p) for t, p in ontology.signatures.items()}
 
     # -- reading --------------------------------------------------------------------------
@@ -215,14 +216,16 @@ class ContextGraph:
                     "by a repeat add -- record a new decision that supersedes it"
                 )
             merged = {**existing.attrs, **new_attrs}
-            self._check_must_carry(node_type, nid, merged, existing.provenance or provenance)
+            self._check_must_carry(
+                node_type, nid, merged, existing.provenance or provenance, embedding or existing.embedding
+            )
             existing.attrs = merged
             if existing.provenance is None and provenance is not None:
                 existing.provenance = provenance
             if embedding is not None:
                 existing.embedding = embedding
             return existing
-        self._check_must_carry(node_type, nid, new_attrs, provenance)
+        self._check_must_carry(node_type, nid, new_attrs, provenance, embedding)
         record = NodeRecord.model_construct(
             id=nid,
             type=node_type,
@@ -263,14 +266,21 @@ class ContextGraph:
             raise OntologyError(f"no such node type '{node_type}'; GRAPH.md defines {sorted(self.ontology.node_types)}")
 
     def _check_must_carry(
-        self, node_type: str, node_id: str, attrs: Mapping[str, Any], provenance: Provenance | None
+        self,
+        node_type: str,
+        node_id: str,
+        attrs: Mapping[str, Any],
+        provenance: Provenance | None,
+        embedding: str | None,
     ) -> None:
+        # A required name that is a record field is satisfied only by that field being set; the
+        # nullable fields are provenance and embedding (the others always hold a value).
         required = self.ontology.must_carry[node_type]
+        fields = {"provenance": provenance, "embedding": embedding}
         missing = sorted(
             name
             for name in required
-            if (name == "provenance" and provenance is None)
-            or (name != "provenance" and name not in _FIELD_NAMES and name not in attrs)
+            if (name in fields and fields[name] is None) or (name not in _FIELD_NAMES and name not in attrs)
         )
         if missing:
             raise OntologyError(
@@ -322,7 +332,10 @@ class ContextGraph:
         existing_id = self._edge_key.get(key)
         if existing_id is not None:
             edge = self.edges[existing_id]
-            edge.weight += weight
+            merged = edge.weight + weight
+            if merged == float("inf"):
+                raise OntologyError(f"merging weight {weight!r} into edge '{existing_id}' would overflow to infinity")
+            edge.weight = merged
             edge.evidence_ids = edge.evidence_ids + tuple(e for e in evidence_ids if e not in edge.evidence_ids)
             return edge
         eid = edge_id(src, edge_type, dst)
@@ -376,6 +389,8 @@ class ContextGraph:
         self._seq[record.id] = self._next_seq
         self._next_seq += 1
         self.nx.add_edge(record.src, record.dst, key=record.id)
+        if record.assumption_id is not None:
+            self._bound.setdefault(record.assumption_id, []).append(record.id)
 
     # -- assumptions, flags and telemetry ---------------------------------------------------
 
@@ -408,7 +423,13 @@ class ContextGraph:
                 f"edge '{edge_id_}' is already bound to '{edge.assumption_id}'; refusing to silently rebind it "
                 f"to '{assumption_id}'"
             )
-        edge.assumption_id = assumption_id
+        if edge.assumption_id is None:
+            edge.assumption_id = assumption_id
+            self._bound.setdefault(assumption_id, []).append(edge.id)
+
+    def bound_edges(self, assumption_id: str) -> list[EdgeRecord]:
+        """Edges bound to an assumption (``justifies``), in binding order."""
+        return [self.edges[eid] for eid in self._bound.get(assumption_id, ())]
 
     def invalidate(self, node_ids: Iterable[str] = (), edge_ids: Iterable[str] = ()) -> None:
         """Flag nodes and edges invalidated. Flags are never cleared except by a decision rerun."""
@@ -437,6 +458,26 @@ class ContextGraph:
             self.node(nid).walks += 1
         for eid in edge_ids:
             self.edge(eid).traversals += 1
+
+    def _undo(self, node_ids: Iterable[str], edge_ids: Iterable[str]) -> None:
+        """Remove nodes and edges a failed operation just added (edges first). Rollback only."""
+        for eid in edge_ids:
+            edge = self.edges.pop(eid, None)
+            if edge is None:
+                continue
+            del self._edge_key[(edge.src, edge.type, edge.dst)]
+            self._out[edge.src].remove(eid)
+            self._in[edge.dst].remove(eid)
+            self._seq.pop(eid, None)
+            self.nx.remove_edge(edge.src, edge.dst, key=eid)
+        for nid in node_ids:
+            if self.nodes.pop(nid, None) is None:
+                continue
+            self.assumptions.pop(nid, None)
+            self._out.pop(nid, None)
+            self._in.pop(nid, None)
+            self._seq.pop(nid, None)
+            self.nx.remove_node(nid)
 
     def next_build(self) -> int:
         """Advance the processing clock (the build counter) and return the new value."""

@@ -131,6 +131,9 @@ class AssumptionRecord(BaseModel):
     rejected_at_build: Count | None
 
 
+_UNION_TAGS = frozenset({"list", "dict", "str", "int", "float", "bool", "none"})
+
+
 def error_path(prefix: str, loc: tuple[int | str, ...]) -> str:
     """Render a pydantic error location under ``prefix``: ``nodes[3]`` + ``('attrs', 'x')``."""
     path = prefix
@@ -142,7 +145,14 @@ def error_path(prefix: str, loc: tuple[int | str, ...]) -> str:
 def first_problem(prefix: str, error: ValidationError) -> tuple[str, str, str]:
     """The first validation problem as (path, what was found, what the rule wants)."""
     detail = error.errors(include_url=False)[0]
-    loc = tuple(part for part in detail["loc"] if part not in {"function-before[_float_only(), float]"})
+    # pydantic puts union-member tags ("list", "function-before[...]") into locations; they are not
+    # part of the document's path. (An attrs key literally named "list" would be dropped from the
+    # rendered path too; the message still names the problem.)
+    loc = tuple(
+        part
+        for part in detail["loc"]
+        if isinstance(part, int) or not (part in _UNION_TAGS or "[" in part or "(" in part)
+    )
     found = "nothing" if detail["type"] == "missing" else f"{detail.get('input')!r}"
     rule = detail["msg"]
     if detail["type"] == "extra_forbidden":

@@ -95,6 +95,7 @@ def parse_ontology(text: str, origin: str = "GRAPH.md") -> Ontology:
     edge_types: list[str] = []
     signatures: dict[str, frozenset[tuple[str, str]]] = {}
     invalidation: dict[str, Direction] = {}
+    rows: dict[str, str] = {}
     for number, raw in enumerate(text.splitlines(), start=1):
         line = raw.rstrip()
         if line.startswith("## "):
@@ -137,13 +138,18 @@ def parse_ontology(text: str, origin: str = "GRAPH.md") -> Ontology:
             if first in signatures:
                 raise OntologyError(f"{where}: edge type '{first}' is declared twice")
             edge_types.append(first)
+            rows[first] = where
             signatures[first] = pairs
             invalidation[first] = direction
     if not node_types or not signatures:
         raise OntologyError(f"{origin} did not yield a usable ontology: it needs a Node types and an Edge types table")
-    undeclared = sorted({t for pairs in signatures.values() for pair in pairs for t in pair} - set(node_types))
-    if undeclared:
-        raise OntologyError(f"{origin}: edge table references undeclared node types: {undeclared}")
+    for edge_type, pairs in signatures.items():
+        undeclared = sorted({t for pair in pairs for t in pair} - set(node_types))
+        if undeclared:
+            raise OntologyError(
+                f"{rows[edge_type]}: edge type '{edge_type}': edge table references undeclared node types: "
+                f"{undeclared}; every type in a legal pair must be a row of the node table"
+            )
     return Ontology(
         node_types=tuple(node_types),
         edge_types=tuple(edge_types),

@@ -7,14 +7,14 @@ drop is recorded, never swallowed.
   chunk for the flat retrieval baseline.
 * **EXTRACT** keeps a span as a claim only if its headline asserts something
   (:mod:`contextmesh.extract`).
-* **RESOLVE** finds entity mentions in each claim (:mod:`contextmesh.resolve`); an entity enters
-  the graph the first time a claim mentions it; a mention that resolves nowhere is dropped.
+* **RESOLVE** enters every catalogue entity, then finds entity mentions in each claim and each
+  source title (:mod:`contextmesh.resolve`); a mention that resolves nowhere is dropped.
 * **LINK** writes typed edges only: claim → source ``derived_from``, claim/source → entity
-  ``mentions``, entity → first source ``derived_from``, and the author's explicit claim-to-claim
-  relations. An illegal pair is dropped and counted, never stored untyped.
+  ``mentions``, entity → the first source that mentions it ``derived_from``, and the author's
+  explicit claim-to-claim relations. An illegal pair is dropped and counted, never stored untyped.
 * **EMBED** gives every node a vector of its label.
-* **PRUNE** (build time) flags what nothing connects. The walk-driven pass is
-  :func:`prune_unwalked`.
+* **PRUNE** (build time) flags what nothing connects — a catalogue entity the corpus never
+  mentions, for one. The walk-driven pass is :func:`prune_unwalked`.
 
 Invariant: the same corpus gives the same graph bytes in any process under any hash seed
 (everything iterates in corpus order; nothing iterates a set).
@@ -68,8 +68,13 @@ class StageReport:
         reasons: dict[str, int] = {}
         for drop in self.drops:
             reasons[drop.reason] = reasons.get(drop.reason, 0) + 1
-        return {"name": self.name, "admitted": self.admitted, "dropped": self.dropped, "detail": self.detail,
-                "drop_reasons": dict(sorted(reasons.items(), key=lambda kv: (-kv[1], kv[0]))[:20])}
+        return {
+            "name": self.name,
+            "admitted": self.admitted,
+            "dropped": self.dropped,
+            "detail": self.detail,
+            "drop_reasons": dict(sorted(reasons.items(), key=lambda kv: (-kv[1], kv[0]))[:20]),
+        }
 
 
 @dataclass
@@ -165,26 +170,26 @@ def build(
     # RESOLVE
     resolve_stage = reports["RESOLVE"]
     for entity in corpus.entities:
-        resolver.register(slug(entity.name, "entity"), entity.name, entity.aliases)
-    claim_mentions: dict[str, list[str]] = {}
+        entity_id = slug(entity.name, "entity")
+        resolver.register(entity_id, entity.name, entity.aliases)
+        graph.add_node(
+            "entity", entity.name, id=entity_id, attrs={"canonical": entity.name, "aliases": list(entity.aliases)}
+        )
     folded: set[str] = set()
-    for source, span in spans:
-        claim_id = claim_ids.get(span.key)
-        if claim_id is None:
-            continue
-        mentions, dropped = resolver.find_mentions(span.text)
+
+    def _mentions(text: str) -> list[str]:
+        mentions, dropped = resolver.find_mentions(text)
         resolve_stage.drops.extend(Drop(r.mention, r.reason or "unresolved") for r in dropped)
-        ids = []
-        for mention in mentions:
-            entity_id = mention.record.entity_id
-            assert entity_id is not None
-            folded.add(mention.record.normalized)
-            if entity_id not in graph:
-                spec = next(e for e in corpus.entities if slug(e.name, "entity") == entity_id)
-                graph.add_node("entity", spec.name, id=entity_id, attrs={"canonical": spec.name, "aliases": list(spec.aliases)})
-            ids.append(entity_id)
-        claim_mentions[claim_id] = list(dict.fromkeys(ids))
-    resolve_stage.admitted = sum(len(v) for v in claim_mentions.values())
+        folded.update(m.record.normalized for m in mentions)
+        return list(dict.fromkeys(m.record.entity_id for m in mentions if m.record.entity_id))
+
+    title_mentions = {source.key: _mentions(source.title) for source in corpus.sources}
+    claim_mentions: dict[str, list[str]] = {}
+    for _, span in spans:
+        claim_id = claim_ids.get(span.key)
+        if claim_id is not None:
+            claim_mentions[claim_id] = _mentions(span.text)
+    resolve_stage.admitted = sum(len(v) for v in claim_mentions.values()) + sum(len(v) for v in title_mentions.values())
     resolve_stage.detail = {"entities": len(graph.by_type("entity")), "surface_forms_folded": len(folded)}
 
     # LINK
@@ -199,6 +204,10 @@ def build(
             return
         link.admitted += 1
 
+    for source in corpus.sources:
+        for entity_id in title_mentions[source.key]:
+            _link(source_ids[source.key], "mentions", entity_id, source.key)
+            first_source.setdefault(entity_id, source_ids[source.key])
     for source, span in spans:
         claim_id = claim_ids.get(span.key)
         if claim_id is None:
@@ -216,7 +225,9 @@ def build(
         for relation in span.relations:
             src, dst = claim_ids.get(span.key), claim_ids.get(relation.target)
             if src is None or dst is None:
-                link.drops.append(Drop(f"{span.key} -{relation.type}-> {relation.target}", "an endpoint is not a claim"))
+                link.drops.append(
+                    Drop(f"{span.key} -{relation.type}-> {relation.target}", "an endpoint is not a claim")
+                )
                 continue
             _link(src, relation.type, dst, f"{span.key} -{relation.type}-> {relation.target}")
     link.detail = {t: n for t, n in graph.edge_counts(live_only=False).items() if n}

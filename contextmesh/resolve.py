@@ -168,9 +168,7 @@ class Resolver:
         tokens = normalized.split()
         if len(tokens) >= 2:
             containing = [
-                eid
-                for eid in candidates
-                if any(set(tokens) <= set(alias.split()) for alias in self._surfaces(eid))
+                eid for eid in candidates if any(set(tokens) <= set(alias.split()) for alias in self._surfaces(eid))
             ]
             if len(containing) == 1:
                 return self._resolved(mention, normalized, containing[0], "containment", 1.0)

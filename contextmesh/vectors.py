@@ -9,7 +9,12 @@ every machine.
 Invariants:
 
 1. :func:`encode` then :func:`decode` returns the same signed bytes.
-2. :func:`check` accepts exactly the strings :func:`encode` can produce for 1..4096 dimensions.
+2. :func:`check` accepts exactly the strings :func:`encode` and :func:`encode_bytes` can produce
+   for 1..4096 dimensions.
+3. :func:`encode_bytes` stores already-quantised signed bytes verbatim and refuses, with
+   :class:`InputError`, what :func:`check` would refuse (a ``0x80`` byte, fewer than 1 or more
+   than 4096 bytes), so its output always passes :func:`check`. It does not rescale, so its
+   vectors need not have unit length.
 """
 
 from __future__ import annotations
@@ -20,7 +25,9 @@ import math
 from array import array
 from collections.abc import Sequence
 
-__all__ = ["MAX_DIMENSIONS", "PREFIX", "check", "decode", "dot", "encode", "quantize"]
+from contextmesh.errors import InputError
+
+__all__ = ["MAX_DIMENSIONS", "PREFIX", "check", "decode", "dot", "encode", "encode_bytes", "quantize"]
 
 PREFIX = "i8:"
 MAX_DIMENSIONS = 4096
@@ -36,6 +43,15 @@ def quantize(values: Sequence[float]) -> array[int]:
 def encode(values: Sequence[float]) -> str:
     """The stored text of a vector."""
     return PREFIX + base64.b64encode(quantize(values).tobytes()).decode("ascii")
+
+
+def encode_bytes(raw: bytes) -> str:
+    """The stored text of already-quantised signed bytes (for synthetic or precomputed vectors)."""
+    if not 1 <= len(raw) <= MAX_DIMENSIONS:
+        raise InputError("vector", f"{len(raw)} bytes", f"a stored vector has 1 to {MAX_DIMENSIONS} dimensions")
+    if b"\x80" in raw:  # -128 would make a string check() refuses (invariant 3)
+        raise InputError("vector", "a byte 0x80 (-128)", "components lie within ±127")
+    return PREFIX + base64.b64encode(raw).decode("ascii")
 
 
 def decode(text: str) -> array[int]:
