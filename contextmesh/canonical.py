@@ -187,5 +187,7 @@ def loads(data: bytes | str, where: str = ROOT) -> Any:
     if duplicate is not None:
         at, key = duplicate
         raise CanonicalError(at, f"the key {key!r} twice", "an object may name each key only once")
-    ensure_canonical(value, where)
-    return value
+    # The strict parser's value, not orjson's: orjson reads an integer beyond 64 bits as a float,
+    # which would slip past the integer range check and change the number.
+    ensure_canonical(slow, where)
+    return slow

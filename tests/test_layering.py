@@ -32,7 +32,7 @@ LAYERS: dict[str, float] = {
     # 3 storage
     "contextmesh.graph": 3,
     "contextmesh.decision_identity": 3,
-    # 4 knowledge (contextmesh.demo may need higher layers once the belief issue records demo decisions)
+    # 4 knowledge
     "contextmesh.pipeline": 4,
     "contextmesh.resolve": 4,
     "contextmesh.embed": 4,
@@ -41,7 +41,6 @@ LAYERS: dict[str, float] = {
     "contextmesh.extract": 4,
     "contextmesh.corpus": 4,
     "contextmesh.text": 4,  # the tokenizer the knowledge modules share; imports nothing of ours
-    "contextmesh.demo.*": 4,
     "contextmesh.knowledge.*": 4,
     # 5 belief
     "contextmesh.assumptions": 5,
@@ -59,6 +58,8 @@ LAYERS: dict[str, float] = {
     "contextmesh.session.*": 8,
     # the package __init__ sits between sessions and orchestration
     ROOT: 8.5,
+    # the bundled demo records belief and runs a plan, so it sits above sessions (docs/adr/0001)
+    "contextmesh.demo.*": 8.7,
     # 9 orchestration
     "contextmesh.orchestration.*": 9,
     # 10 surfaces

@@ -189,6 +189,7 @@ def _restore_nodes(graph: ContextGraph, raw_nodes: list[Any]) -> None:
             )
         if record.embedding is not None and (problem := vectors.check(record.embedding)) is not None:
             raise SnapshotError(f"{path}.embedding", repr(record.embedding[:40]), problem)
+        _check_provenance(record.provenance, f"{path}.provenance", graph.build)
         try:
             if record.type == "decision":
                 node = graph._mint_decision(record.id, record.label, record.attrs, record.provenance)
@@ -209,6 +210,19 @@ def _restore_nodes(graph: ContextGraph, raw_nodes: list[Any]) -> None:
         node.invalidated = record.invalidated
 
 
+def _check_provenance(provenance: Provenance | None, path: str, build: int) -> None:
+    if provenance is None:
+        return
+    if provenance.span is not None and provenance.span[0] > provenance.span[1]:
+        raise SnapshotError(f"{path}.span", repr(list(provenance.span)), "a span's start is not after its end")
+    if provenance.recorded_at_build > build:
+        raise SnapshotError(
+            f"{path}.recorded_at_build", str(provenance.recorded_at_build), f"newer than the graph's build {build}"
+        )
+    if len(set(provenance.checks)) != len(provenance.checks):
+        raise SnapshotError(f"{path}.checks", repr(list(provenance.checks)), "each check is listed once")
+
+
 def _restore_assumptions(graph: ContextGraph, raw_records: list[Any]) -> None:
     for index, raw in enumerate(raw_records):
         path = f"assumptions[{index}]"
@@ -224,13 +238,36 @@ def _restore_assumptions(graph: ContextGraph, raw_records: list[Any]) -> None:
                 f"{path}.statement", repr(record.statement), f"the assumption node's label is {node.label!r}"
             )
         mirror = (node.attrs.get("status"), node.attrs.get("version"))
-        if mirror != (record.status, record.version):
+        # Compare types too: True == 1 and 1.0 == 1 in Python, but not in the file.
+        if mirror != (record.status, record.version) or type(mirror[1]) is not int:
             raise SnapshotError(
                 f"{path}.status",
                 f"node attrs say status={mirror[0]!r}, version={mirror[1]!r} but the record says "
                 f"status={record.status!r}, version={record.version!r}",
                 "an assumption node mirrors its record exactly",
             )
+        for name in ("created_at_build", "rejected_at_build"):
+            value = getattr(record, name)
+            if value is not None and value > graph.build:
+                raise SnapshotError(f"{path}.{name}", str(value), f"newer than the graph's build {graph.build}")
+        if record.rejected_at_build is not None and record.rejected_at_build < record.created_at_build:
+            raise SnapshotError(
+                f"{path}.rejected_at_build", str(record.rejected_at_build), "an assumption falls after it was created"
+            )
+        if record.supersedes is not None and record.supersedes == record.id:
+            raise SnapshotError(f"{path}.supersedes", repr(record.supersedes), "an assumption cannot supersede itself")
+        if record.superseded_by is not None and record.superseded_by == record.id:
+            raise SnapshotError(
+                f"{path}.superseded_by", repr(record.superseded_by), "an assumption cannot supersede itself"
+            )
+        if record.superseded_by is not None and record.status == "active":
+            raise SnapshotError(
+                f"{path}.status",
+                f"'active' with superseded_by {record.superseded_by!r}",
+                "a record with a successor is 'superseded' (or 'rejected' when the successor replaced it)",
+            )
+        if len(set(record.evidence_ids)) != len(record.evidence_ids):
+            raise SnapshotError(f"{path}.evidence_ids", repr(list(record.evidence_ids)), "evidence ids are listed once")
         if record.status == "rejected" and record.rejected_at_build is None:
             raise SnapshotError(f"{path}.rejected_at_build", "null", "a rejected assumption records when it fell")
         if record.status != "rejected" and record.rejected_at_build is not None:
@@ -266,6 +303,8 @@ def _restore_edges(graph: ContextGraph, raw_edges: list[Any]) -> None:
             raise SnapshotError(
                 f"{path}.id", repr(record.id), f"an edge's id is derived from its endpoints: {expected!r}"
             )
+        if len(set(record.evidence_ids)) != len(record.evidence_ids):
+            raise SnapshotError(f"{path}.evidence_ids", repr(list(record.evidence_ids)), "evidence ids are listed once")
         for position, evidence in enumerate(record.evidence_ids):
             if evidence not in graph.nodes:
                 raise SnapshotError(f"{path}.evidence_ids[{position}]", repr(evidence), "evidence ids name nodes")
@@ -308,6 +347,15 @@ def _check_cross_references(graph: ContextGraph) -> None:
                 "false on an edge bound to the rejected assumption " + repr(bound.id),
                 "an edge bound to a rejected assumption has fallen with it",
             )
+    for index, node in enumerate(graph.nodes.values()):
+        if node.provenance is not None:
+            cited = graph.nodes.get(node.provenance.source_id)
+            if cited is None or cited.type != "source":
+                raise SnapshotError(
+                    f"nodes[{index}].provenance.source_id",
+                    repr(node.provenance.source_id),
+                    "provenance names a source node of this graph",
+                )
     for index, node in enumerate(graph.nodes.values()):
         if node.type != "decision":
             continue

@@ -14,7 +14,7 @@ from pydantic import BaseModel, ValidationError
 from contextmesh.errors import SnapshotError
 from contextmesh.model import first_problem
 
-__all__ = ["check_header", "exact_keys", "expect_dict", "expect_list", "validate_record"]
+__all__ = ["check_header", "exact_keys", "expect_dict", "expect_list", "field_path", "validate_record"]
 
 RecordT = TypeVar("RecordT", bound=BaseModel)
 
@@ -39,16 +39,21 @@ def expect_list(value: Any, path: str) -> list[Any]:
     return value
 
 
+def field_path(path: str, name: str) -> str:
+    """``nodes[3]`` + ``walks`` → ``nodes[3].walks``; at the document root just ``walks``."""
+    return name if path in {"", "$"} else f"{path}.{name}"
+
+
 def exact_keys(value: dict[str, Any], fields: Iterable[str], path: str) -> None:
     """Refuse a missing field or an unknown one: every field is required, nothing else allowed."""
     wanted = tuple(fields)
     for name in wanted:
         if name not in value:
-            raise SnapshotError(f"{path}.{name}", "nothing", f"the field {name!r} is required")
+            raise SnapshotError(field_path(path, name), "nothing", f"the field {name!r} is required")
     for name in value:
         if name not in wanted:
             raise SnapshotError(
-                f"{path}.{name}", f"an unknown field {name!r}", "the format lists every field it allows"
+                field_path(path, name), f"an unknown field {name!r}", "the format lists every field it allows"
             )
 
 
