@@ -26,7 +26,7 @@ from contextmesh.text import content_stems
 
 __all__ = ["DEFAULT_DIMENSIONS", "Embedder", "HashedEmbedder", "VectorIndex", "cosine"]
 
-DEFAULT_DIMENSIONS = 256
+DEFAULT_DIMENSIONS = 512
 _SCALE = 127 * 127
 
 

@@ -257,6 +257,8 @@ def content_stems(text: str) -> list[str]:
     out = []
     for word in words(text):
         for part in _SEPARATORS.split(word):
+            if part.lower() in STOPWORDS:  # before stemming: "does" would become "doe"
+                continue
             token = stem(part)
             if token and token not in STOPWORDS:
                 out.append(token)

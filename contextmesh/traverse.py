@@ -3,9 +3,12 @@
 ``Walker.ask`` resolves the question's mentions to entities, then runs a uniform-cost search from
 them over typed edges — forward along any edge the policy allows, backward only into claims,
 decisions and evidence — with a penalty on hubs, a hop budget and an expansion cap. Every claim or
-decision reached is a candidate; its score blends vector similarity with the question (45 %),
-word overlap beyond the mentioned entities (55 %), and a bonus for being reached from more than
-one mentioned entity, less a small decay per hop beyond the first. The answer's path is
+decision reached is a candidate; its score blends vector similarity (45 %) and word overlap (55 %)
+with what the question says beyond the entities it mentions — the mentions already chose where
+the walk starts, so only the rest of the question can choose among what it reaches — plus its
+closeness to the mentioned entities (the mean over them of 1 / hops from each; a claim that
+mentions every entity the question names scores 1); a "why" question also favours a candidate
+that states a cause ("because", "so", "due to"). The answer's path is
 returned with edge directions, then its justification (the sources it derives from, the
 assumptions it depends on).
 
@@ -27,11 +30,14 @@ from __future__ import annotations
 
 import heapq
 import math
+import re
+from array import array
 from collections import Counter
 from dataclasses import dataclass, field
 
 from contextmesh import vectors
 from contextmesh.embed import Embedder, HashedEmbedder, cosine
+from contextmesh.errors import OntologyError
 from contextmesh.graph import ContextGraph
 from contextmesh.model import EdgeRecord
 from contextmesh.pipeline import Chunk
@@ -67,8 +73,10 @@ DEFAULT_POLICY: tuple[str, ...] = (
 )
 _EDGE_COST = {"resolves_to": 0.3}
 _HUB_PENALTY = 0.15
-_MEETING_BONUS = 0.3
-_HOP_DECAY = 0.04
+_CLOSENESS = 0.3
+_CAUSAL_BONUS = 0.1
+_CAUSAL = re.compile(r"\b(because|since|so|due to|as a result|caused|causes)\b", re.IGNORECASE)
+_WHY = re.compile(r"^\s*why\b|\bwhat (made|caused)\b", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -210,13 +218,23 @@ class Walker:
         self.settings = settings or WalkerSettings()
         self.flat = flat
         self.walks: list[Walk] = []
-        self._vectors: dict[str, object] = {}
+        self._vectors: dict[str, tuple[str, array[int]]] = {}
 
     # -- the walk -------------------------------------------------------------------------
 
-    def ask(self, question: str) -> Walk:
-        """Answer ``question`` with a path, or name the dead end. Records telemetry."""
-        walk = self._walk(question)
+    def ask(self, question: str, *, policy: tuple[str, ...] | None = None) -> Walk:
+        """Answer ``question`` with a path, or name the dead end. Records telemetry.
+
+        ``policy`` narrows the edge types this one walk may follow (default: the settings').
+        """
+        if policy is not None:
+            unknown = [t for t in policy if t not in self.graph.ontology.edge_types]
+            if unknown:
+                raise OntologyError(
+                    f"walk policy names {unknown}, which GRAPH.md does not define; it defines "
+                    f"{sorted(self.graph.ontology.edge_types)}"
+                )
+        walk = self._walk(question, frozenset(policy if policy is not None else self.settings.policy))
         if self.flat is not None:
             walk.flat_tokens = self.flat.tokens(question, self.settings.flat_k)
         self.walks.append(walk)
@@ -226,7 +244,7 @@ class Walker:
             )
         return walk
 
-    def _walk(self, question: str) -> Walk:
+    def _walk(self, question: str, policy: frozenset[str]) -> Walk:
         mentions, dropped = self.resolver.find_mentions(question)
         seeds = list(dict.fromkeys(m.record.entity_id for m in mentions if m.record.entity_id))
         walk = Walk(question, [m.record.mention for m in mentions])
@@ -244,22 +262,23 @@ class Walker:
         mention_stems = {token for m in mentions for token in normalize(m.record.mention).split()}
         mention_stems |= {token for s in seeds for token in normalize(self.graph.node(s).label).split()}
         question_stems = [t for t in content_stems(question) if t not in mention_stems]
-        question_vector = vectors.decode(self.embedder.embed(question))
+        question_vector = vectors.decode(self.embedder.embed(" ".join(question_stems))) if question_stems else None
 
         reached: dict[str, _Entry] = {}
-        hits: Counter[str] = Counter()
+        closeness: Counter[str] = Counter()
         blocked: dict[str, str] = {}
         for seed in live_seeds:
-            settled = self._search(seed, blocked)
+            settled = self._search(seed, policy, blocked)
             for node_id, entry in settled.items():
                 if node_id not in reached or entry < reached[node_id]:
                     reached[node_id] = entry
-                hits[node_id] += 1
+                closeness[node_id] += 1.0 / max(1, entry.hops) / len(live_seeds)
         candidates = [n for n in reached if self.graph.node(n).type in ANSWER_TYPES]
         if not candidates:
             walk.dead_end = self._why_no_candidate(live_seeds, reached, blocked)
             return walk
-        best_id, best_score = self._best(candidates, reached, hits, question_stems, question_vector, len(live_seeds))
+        causal = bool(_WHY.search(question))
+        best_id, best_score = self._best(candidates, reached, closeness, question_stems, question_vector, causal)
         entry = reached[best_id]
         walk.answer_id = best_id
         walk.answer = self.graph.node(best_id).label
@@ -269,8 +288,7 @@ class Walker:
         walk.tokens = sum(estimate_tokens(step.label) for step in walk.path)
         return walk
 
-    def _search(self, seed: str, blocked: dict[str, str]) -> dict[str, _Entry]:
-        policy = frozenset(self.settings.policy)
+    def _search(self, seed: str, policy: frozenset[str], blocked: dict[str, str]) -> dict[str, _Entry]:
         counter = 0
         frontier = [_Entry(0.0, 0, counter, seed, ())]
         settled: dict[str, _Entry] = {}
@@ -340,24 +358,34 @@ class Walker:
         self,
         candidates: list[str],
         reached: dict[str, _Entry],
-        hits: Counter[str],
+        closeness: Counter[str],
         question_stems: list[str],
-        question_vector: object,
-        seeds: int,
+        question_vector: array[int] | None,
+        causal: bool,
     ) -> tuple[str, float]:
         wanted = set(question_stems)
         scored = []
         for node_id in candidates:
             node = self.graph.node(node_id)
-            vector = vectors.decode(node.embedding) if node.embedding else None
-            similarity = max(0.0, cosine(question_vector, vector)) if vector is not None else 0.0  # type: ignore[arg-type]
+            similarity = 0.0
+            if question_vector is not None and node.embedding:
+                similarity = max(0.0, cosine(question_vector, self._vector(node_id, node.embedding)))
             overlap = len(wanted & set(content_stems(node.label))) / len(wanted) if wanted else 0.0
-            meeting = _MEETING_BONUS * (hits[node_id] - 1) / seeds if seeds > 1 else 0.0
             entry = reached[node_id]
-            score = 0.45 * similarity + 0.55 * overlap + meeting - _HOP_DECAY * max(0, entry.hops - 1)
+            score = 0.45 * similarity + 0.55 * overlap + _CLOSENESS * closeness[node_id]
+            if causal and _CAUSAL.search(node.label):
+                score += _CAUSAL_BONUS
             scored.append((-score, entry.hops, self.graph.seq(node_id), node_id, score))
         scored.sort()
         return scored[0][3], scored[0][4]
+
+    def _vector(self, node_id: str, embedding: str) -> array[int]:
+        # Decoded once per node and kept: an answer's candidates are scored on every walk.
+        cached = self._vectors.get(node_id)
+        if cached is None or cached[0] != embedding:
+            cached = (embedding, vectors.decode(embedding))
+            self._vectors[node_id] = cached
+        return cached[1]
 
     def _steps(self, entry: _Entry) -> list[Step]:
         trail = entry.trail
