@@ -265,14 +265,14 @@ class Walker:
         question_vector = vectors.decode(self.embedder.embed(" ".join(question_stems))) if question_stems else None
 
         reached: dict[str, _Entry] = {}
-        closeness: Counter[str] = Counter()
+        closeness: dict[str, float] = {}
         blocked: dict[str, str] = {}
         for seed in live_seeds:
             settled = self._search(seed, policy, blocked)
             for node_id, entry in settled.items():
                 if node_id not in reached or entry < reached[node_id]:
                     reached[node_id] = entry
-                closeness[node_id] += 1.0 / max(1, entry.hops) / len(live_seeds)
+                closeness[node_id] = closeness.get(node_id, 0.0) + 1.0 / max(1, entry.hops) / len(live_seeds)
         candidates = [n for n in reached if self.graph.node(n).type in ANSWER_TYPES]
         if not candidates:
             walk.dead_end = self._why_no_candidate(live_seeds, reached, blocked)
@@ -358,7 +358,7 @@ class Walker:
         self,
         candidates: list[str],
         reached: dict[str, _Entry],
-        closeness: Counter[str],
+        closeness: dict[str, float],
         question_stems: list[str],
         question_vector: array[int] | None,
         causal: bool,
