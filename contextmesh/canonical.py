@@ -63,6 +63,11 @@ def ensure_canonical(value: Any, path: str = ROOT) -> None:
     ``list`` / ``tuple`` / ``dict`` (string keys) of those. Everything else raises
     :class:`CanonicalError` naming where in ``value`` it was found.
     """
+    # A 100,000-node graph holds millions of values; building a path string for each made this
+    # check most of the cost of saving one. Valid data (the common case) is checked without
+    # paths; only data that fails goes through the walk below, which finds and names the problem.
+    if _is_plain(value):
+        return
     stack: list[tuple[Any, str]] = [(value, path)]
     while stack:
         item, where = stack.pop()
@@ -93,6 +98,33 @@ def ensure_canonical(value: Any, path: str = ROOT) -> None:
             f"a value of type {kind.__name__}",
             "only null, booleans, numbers, strings, lists and string-keyed objects have a JSON form",
         )
+
+
+def _is_plain(value: Any) -> bool:
+    """True exactly when :func:`ensure_canonical` would accept ``value``; builds no paths."""
+    stack = [value]
+    pop, extend = stack.pop, stack.extend
+    while stack:
+        item = pop()
+        kind = type(item)
+        if kind is str or kind is bool or item is None:
+            continue
+        if kind is dict:
+            for key in item:
+                if type(key) is not str:
+                    return False
+            extend(item.values())
+        elif kind is list or kind is tuple:
+            extend(item)
+        elif kind is int:
+            if not -MAX_SAFE_INTEGER <= item <= MAX_SAFE_INTEGER:
+                return False
+        elif kind is float:
+            if item - item != 0.0:  # true exactly for NaN and the infinities
+                return False
+        else:
+            return False
+    return True
 
 
 def file_bytes(value: Any) -> bytes:
@@ -174,8 +206,12 @@ def loads(data: bytes | str, where: str = ROOT) -> Any:
     except orjson.JSONDecodeError as exc:
         raise CanonicalError(where, f"text that is not strict JSON ({exc})", "files must be valid JSON") from None
     try:
-        if orjson.dumps(value, option=_FILE_OPTIONS) == raw:
-            ensure_canonical(value, where)
+        # The fast path needs no walk of the value: orjson.loads yields only JSON types with
+        # string keys, a float that re-serialises to the same text cannot be NaN or infinite
+        # (orjson writes those as null), and OPT_STRICT_INTEGER raises on exactly the integers
+        # ensure_canonical refuses (beyond ±(2**53 - 1)), sending them to the slow path, which
+        # reports them as before. Walking a large graph file here took seconds.
+        if orjson.dumps(value, option=_FILE_OPTIONS | orjson.OPT_STRICT_INTEGER) == raw:
             return value
     except (TypeError, orjson.JSONEncodeError):  # e.g. an integer orjson can read but not write
         pass

@@ -9,11 +9,14 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from contextmesh.canonical import file_bytes
 from contextmesh.errors import ContextMeshError
 from contextmesh.ontology import ONTOLOGY, graph_md_path
+
+if TYPE_CHECKING:
+    from contextmesh.demo.knowledge import DemoWorld
 
 __all__ = ["main"]
 
@@ -37,14 +40,159 @@ def _schema(_: argparse.Namespace) -> tuple[Any, str]:
     return data, "\n".join(lines)
 
 
+def _progress(stage: str, done: int, total: int) -> None:
+    """A one-line progress bar on stderr, only when a person is watching."""
+    if not sys.stderr.isatty() or total < 50:
+        return
+    width = 30
+    filled = width * done // total
+    sys.stderr.write(f"\r{stage:<8} [{'#' * filled}{'.' * (width - filled)}] {done}/{total}")
+    if done == total:
+        sys.stderr.write("\r" + " " * (width + 30) + "\r")
+    sys.stderr.flush()
+
+
+def _world(args: argparse.Namespace) -> DemoWorld:
+    from contextmesh.demo.knowledge import build_world  # noqa: PLC0415 - only the commands that need it pay
+
+    return build_world(args.rounds, progress=_progress)
+
+
+def _ask(args: argparse.Namespace) -> tuple[Any, str]:
+    from contextmesh.render import render_as_of, render_walk  # noqa: PLC0415
+    from contextmesh.temporal import explain_as_of  # noqa: PLC0415
+
+    world = _world(args)
+    policy = tuple(p for p in args.policy.split(",") if p) if args.policy else None
+    if args.as_of:
+        explained = explain_as_of(world.graph, world.result.resolver, args.question, args.as_of, flat=world.walker.flat)
+        return explained.to_dict(), render_as_of(explained)
+    walk = world.walker.ask(args.question, policy=policy)
+    return walk.to_dict(), render_walk(walk)
+
+
+def _median(values: list[float]) -> float:
+    ordered = sorted(values)
+    if not ordered:
+        return 0.0
+    mid = len(ordered) // 2
+    return ordered[mid] if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2
+
+
+def _demo(args: argparse.Namespace) -> tuple[Any, str]:
+    from contextmesh.demo.knowledge import break_sizing_assumption  # noqa: PLC0415
+    from contextmesh.health import check  # noqa: PLC0415
+    from contextmesh.render import render_build, render_health, render_invalidation, render_walk  # noqa: PLC0415
+
+    world = _world(args)
+    walker = world.walker
+    seeds = [
+        "Why did the Index Builder run out of memory?",
+        "What made the sharding rule wrong?",
+        "What is the refund policy for annual plans?",
+    ]
+    walks = [walker.ask(q) for q in seeds]
+    ratios = walker.token_ratios()
+    report = break_sizing_assumption(world)
+    after = walker.ask(seeds[0])
+    health = check(world.graph, world.result.resolver, walker, rounds=world.rounds)
+    counts = world.graph.type_counts(live_only=False)
+    data = {
+        "build": world.result.report.to_dict(),
+        "nodes": counts,
+        "edges": world.graph.edge_counts(live_only=False),
+        "rounds": world.rounds,
+        "walks": [w.to_dict() for w in walks],
+        "token_ratio_median": _median(ratios),
+        "invalidation": report.to_dict(),
+        "after_break": after.to_dict(),
+        "health": health.to_dict(),
+    }
+    lines = [
+        f"ContextMesh demo · {sum(counts.values())} nodes, {len(world.graph.edges)} edges · {world.rounds} walk rounds",
+        "",
+        render_build(world.result.report),
+        "",
+    ]
+    for walk in walks:
+        lines += [render_walk(walk), ""]
+    lines.append(
+        f"TOKENS median path/flat over {len(ratios)} answered walks: {_median(ratios):.2%} "
+        "(path tokens against flat top-k of the same corpus, words × 1.3)"
+    )
+    lines += ["", "THE GROUND MOVED", render_invalidation(report)]
+    lines += [render_lineage_text(world, report.assumption_id), "", "ASKED AGAIN AFTER THE BREAK", render_walk(after)]
+    lines += ["", render_health(health)]
+    return data, "\n".join(lines)
+
+
+def render_lineage_text(world: DemoWorld, assumption_id: str) -> str:
+    """The demo's lineage block (kept here so ``demo`` and ``invalidate`` print the same)."""
+    from contextmesh.assumptions import AssumptionLedger  # noqa: PLC0415
+    from contextmesh.render import render_lineage  # noqa: PLC0415
+
+    return render_lineage(AssumptionLedger(world.graph), assumption_id)
+
+
+def _health(args: argparse.Namespace) -> tuple[Any, str]:
+    from contextmesh.health import check  # noqa: PLC0415
+    from contextmesh.render import render_health  # noqa: PLC0415
+
+    world = _world(args)
+    report = check(world.graph, world.result.resolver, world.walker, rounds=world.rounds)
+    return report.to_dict(), render_health(report)
+
+
+def _invalidate(args: argparse.Namespace) -> tuple[Any, str]:
+    from contextmesh.demo.knowledge import break_sizing_assumption  # noqa: PLC0415
+    from contextmesh.render import render_invalidation  # noqa: PLC0415
+
+    world = _world(args)
+    report = break_sizing_assumption(world, dry_run=args.dry_run)
+    text = render_invalidation(report, dry_run=args.dry_run)
+    if not args.dry_run:
+        text += "\n" + render_lineage_text(world, report.assumption_id)
+    return report.to_dict(), text
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="contextmesh", description=__doc__.splitlines()[0] if __doc__ else None)
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     schema = commands.add_parser("schema", help="print the ontology GRAPH.md defines")
     schema.set_defaults(handler=_schema)
+    demo = commands.add_parser("demo", help="build the demo graph, walk it, break an assumption, report")
+    demo.set_defaults(handler=_demo)
+    ask = commands.add_parser("ask", help="answer a question with the path the walk took, or name the dead end")
+    ask.add_argument("question", help="the question, in quotes")
+    ask.add_argument("--as-of", metavar="DATE", help="answer from the graph as it stood on YYYY-MM-DD")
+    ask.add_argument("--policy", metavar="TYPES", help="comma-separated edge types this walk may follow")
+    ask.set_defaults(handler=_ask)
+    health = commands.add_parser("health", help="what is quietly wrong with the graph")
+    health.set_defaults(handler=_health)
+    invalidate = commands.add_parser("invalidate", help="reject the demo's sizing assumption through evidence")
+    invalidate.add_argument("--dry-run", action="store_true", help="report what would fall; change nothing")
+    invalidate.set_defaults(handler=_invalidate)
+    for name in ("demo", "ask", "health", "invalidate"):
+        commands.choices[name].add_argument(
+            "--rounds",
+            type=_non_negative,
+            default=8 if name != "ask" else 0,
+            metavar="N",
+            help="walk rounds of the fixed question mix before the command (telemetry)",
+        )
     for sub in commands.choices.values():
         sub.add_argument("--json", action="store_true", help="print one JSON document instead of text")
     return parser
+
+
+def _non_negative(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{value} is negative; rounds count up from 0")
+    return value
 
 
 def main(argv: Sequence[str] | None = None) -> int:

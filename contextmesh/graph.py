@@ -53,7 +53,9 @@ class ContextGraph:
         self.nodes: dict[str, NodeRecord] = {}
         self.edges: dict[str, EdgeRecord] = {}
         self.assumptions: dict[str, AssumptionRecord] = {}
-        self.nx: nx.MultiDiGraph[str] = nx.MultiDiGraph()
+        # Built on first use (see ``nx``): a load or a bulk build that never runs an algorithm
+        # should not pay for it; at 500,000 edges it was the largest single cost of a load.
+        self._nx: nx.MultiDiGraph[str] | None = None
         self._out: dict[str, list[str]] = {}
         self._in: dict[str, list[str]] = {}
         self._edge_key: dict[tuple[str, str, str], str] = {}
@@ -63,6 +65,21 @@ class ContextGraph:
         self._legal = {t: frozenset(p) for t, p in ontology.signatures.items()}
 
     # -- reading --------------------------------------------------------------------------
+
+    @property
+    def nx(self) -> nx.MultiDiGraph[str]:
+        """The graph as a ``networkx.MultiDiGraph`` (edge keys are edge ids), for algorithms only.
+
+        Built from the records on first access, in insertion order, so it holds exactly what
+        eager mirroring would have built; every later write keeps it in step.
+        """
+        if self._nx is None:
+            view: nx.MultiDiGraph[str] = nx.MultiDiGraph()
+            view.add_nodes_from(self.nodes)
+            for edge in self.edges.values():
+                view.add_edge(edge.src, edge.dst, key=edge.id)
+            self._nx = view
+        return self._nx
 
     def __len__(self) -> int:
         return len(self.nodes)
@@ -247,7 +264,8 @@ class ContextGraph:
         self._in[record.id] = []
         self._seq[record.id] = self._next_seq
         self._next_seq += 1
-        self.nx.add_node(record.id)
+        if self._nx is not None:
+            self._nx.add_node(record.id)
 
     def _mint_decision(
         self, node_id: str, label: str, attrs: Mapping[str, JsonValue], provenance: Provenance | None
@@ -388,7 +406,8 @@ class ContextGraph:
         self._in[record.dst].append(record.id)
         self._seq[record.id] = self._next_seq
         self._next_seq += 1
-        self.nx.add_edge(record.src, record.dst, key=record.id)
+        if self._nx is not None:
+            self._nx.add_edge(record.src, record.dst, key=record.id)
         if record.assumption_id is not None:
             self._bound.setdefault(record.assumption_id, []).append(record.id)
 
@@ -459,6 +478,23 @@ class ContextGraph:
         for eid in edge_ids:
             self.edge(eid).traversals += 1
 
+    def subgraph(self, keep: Iterable[str]) -> ContextGraph:
+        """A copy holding only the ``keep`` nodes, the edges between them and their assumption
+        records, in the same insertion order, with every flag and counter as it is here."""
+        wanted = set(keep)
+        copy = ContextGraph(self.ontology)
+        copy.build = self.build
+        for node in self.nodes.values():
+            if node.id in wanted:
+                copy._store_node(node.model_copy(deep=True))
+        for edge in self.edges.values():
+            if edge.src in wanted and edge.dst in wanted:
+                copy._store_edge(edge.model_copy(deep=True))
+        for assumption_id, record in self.assumptions.items():
+            if assumption_id in wanted:
+                copy.assumptions[assumption_id] = record.model_copy()
+        return copy
+
     def _undo(self, node_ids: Iterable[str], edge_ids: Iterable[str]) -> None:
         """Remove nodes and edges a failed operation just added (edges first). Rollback only."""
         for eid in edge_ids:
@@ -469,7 +505,8 @@ class ContextGraph:
             self._out[edge.src].remove(eid)
             self._in[edge.dst].remove(eid)
             self._seq.pop(eid, None)
-            self.nx.remove_edge(edge.src, edge.dst, key=eid)
+            if self._nx is not None:
+                self._nx.remove_edge(edge.src, edge.dst, key=eid)
         for nid in node_ids:
             if self.nodes.pop(nid, None) is None:
                 continue
@@ -477,7 +514,8 @@ class ContextGraph:
             self._out.pop(nid, None)
             self._in.pop(nid, None)
             self._seq.pop(nid, None)
-            self.nx.remove_node(nid)
+            if self._nx is not None:
+                self._nx.remove_node(nid)
 
     def next_build(self) -> int:
         """Advance the processing clock (the build counter) and return the new value."""

@@ -246,11 +246,17 @@ class Walker:
 
     def _walk(self, question: str, policy: frozenset[str]) -> Walk:
         mentions, dropped = self.resolver.find_mentions(question)
-        seeds = list(dict.fromkeys(m.record.entity_id for m in mentions if m.record.entity_id))
+        resolved = list(dict.fromkeys(m.record.entity_id for m in mentions if m.record.entity_id))
+        seeds = [s for s in resolved if s in self.graph]
         walk = Walk(question, [m.record.mention for m in mentions])
         if not seeds:
-            tried = ", ".join(f"'{r.mention}'" for r in dropped) or "nothing"
-            walk.dead_end = DeadEnd("entity_unresolved", f"no mention resolved to a canonical entity: {tried}")
+            if resolved:
+                names = ", ".join(f"'{self.resolver.canonical.get(s, s)}'" for s in resolved)
+                detail = f"mentions resolved to {names}, which this graph does not hold"
+            else:
+                tried = ", ".join(f"'{r.mention}'" for r in dropped) or "nothing"
+                detail = f"no mention resolved to a canonical entity: {tried}"
+            walk.dead_end = DeadEnd("entity_unresolved", detail)
             return walk
         live_seeds = [s for s in seeds if self.graph.is_live(s)]
         if not live_seeds:

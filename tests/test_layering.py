@@ -64,6 +64,7 @@ LAYERS: dict[str, float] = {
     "contextmesh.orchestration.*": 9,
     # 10 surfaces
     "contextmesh.cli": 10,
+    "contextmesh.render": 10,
     "contextmesh.__main__": 10,
     "contextmesh.mcp.*": 10,
     "contextmesh.dashboard.*": 10,

@@ -1,0 +1,95 @@
+"""Text renderings of engine results for the command line (``--json`` prints the data instead).
+
+Pure functions from result objects to strings; nothing here computes a figure.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from contextmesh.assumptions import AssumptionLedger
+from contextmesh.health import HealthReport
+from contextmesh.invalidation import InvalidationReport
+from contextmesh.pipeline import BuildReport
+from contextmesh.temporal import AsOf
+from contextmesh.traverse import Walk
+
+__all__ = ["render_as_of", "render_build", "render_health", "render_invalidation", "render_lineage", "render_walk"]
+
+
+def _hops(n: int) -> str:
+    return f"{n} hop" if n == 1 else f"{n} hops"
+
+
+def render_walk(walk: Walk) -> str:
+    """``Q:`` / ``A:``, the cost line, the path, then the justification — or the dead end."""
+    lines = [f"Q: {walk.question}"]
+    if walk.dead_end is not None:
+        lines += [f"A: dead end — {walk.dead_end.reason}", walk.dead_end.detail]
+        return "\n".join(lines)
+    lines.append(f"A: {walk.answer}")
+    lines.append(
+        f"({_hops(walk.hops)}, score {walk.score:.2f}, {walk.tokens:,} tokens against {walk.flat_tokens:,} flat)"
+    )
+    lines += [step.render() for step in walk.path]
+    if walk.justification:
+        lines.append("justified by:")
+        lines += ["  " + step.render() for step in walk.justification]
+    return "\n".join(lines)
+
+
+def render_build(report: BuildReport) -> str:
+    """The six stages with what each admitted and dropped."""
+    lines = ["BUILD  stage    admitted  dropped  detail"]
+    for stage in report.stages:
+        detail = ", ".join(f"{k} {v}" for k, v in stage.detail.items())
+        lines.append(f"       {stage.name:<8} {stage.admitted:>8}  {stage.dropped:>7}  {detail}")
+    return "\n".join(lines)
+
+
+def render_invalidation(report: InvalidationReport, *, dry_run: bool = False) -> str:
+    """``INVALIDATED (n)`` with a ``because:`` chain per node, then ``PRESERVED (m)``."""
+    verb = "would reject" if dry_run else "rejected assumption"
+    lines = [f"{verb}: {report.statement}"]
+    if report.evidence_id:
+        lines.append(f"through evidence: {report.evidence_id}")
+    lines.append(f"{'WOULD INVALIDATE' if dry_run else 'INVALIDATED'} ({report.blast_radius})")
+    for node_id in report.invalidated:
+        chain = report.invalidated[node_id]
+        lines.append(f"  ✗ {chain[-1]}")
+        lines.append(f"      because: {report.why(node_id)}")
+    lines.append(f"PRESERVED ({report.preserved_count}) — untouched by the rejection")
+    return "\n".join(lines)
+
+
+def render_lineage(ledger: AssumptionLedger, assumption_id: str) -> str:
+    """``ASSUMPTION LINEAGE``: oldest first, each with version and status."""
+    lines = ["ASSUMPTION LINEAGE"]
+    for record in ledger.lineage(assumption_id):
+        lines.append(f"  v{record.version} [{record.status}] {record.statement}")
+    return "\n".join(lines)
+
+
+def render_health(report: HealthReport, *, only: Sequence[str] = ()) -> str:
+    """Status, size, then one line per signal with its remedy when it fired."""
+    lines = [
+        f"HEALTH {report.status.upper()} · {report.nodes_live} of {report.nodes_total} nodes live · "
+        f"{report.edges_live} live edges · {report.edge_types_used} of 10 edge types in use"
+    ]
+    for signal in report.signals:
+        if only and signal.kind not in only:
+            continue
+        mark = "✓" if not signal.count else ("✗" if signal.severity == "error" else "!")
+        lines.append(f"  {mark} {signal.kind:<22} {signal.count:>5}  {signal.detail}")
+        if signal.count and signal.severity != "info":
+            lines.append(f"      remedy: {signal.remedy}")
+    return "\n".join(lines)
+
+
+def render_as_of(answer: AsOf) -> str:
+    """The walk, preceded by what the graph held on that date."""
+    head = (
+        f"AS OF {answer.as_of} · {answer.counts.get('known', 0)} nodes known then, "
+        f"{answer.counts.get('later', 0)} learned later (hidden), {answer.counts.get('undated', 0)} undated"
+    )
+    return head + "\n" + render_walk(answer.walk)
