@@ -27,6 +27,7 @@ Invariants:
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from difflib import SequenceMatcher
 
@@ -110,6 +111,30 @@ class Resolver:
             if entity_id not in owners:
                 owners.append(entity_id)
         return owner
+
+    @classmethod
+    def restore(
+        cls,
+        threshold: float,
+        canonical: Iterable[tuple[str, str]],
+        aliases: Iterable[tuple[str, str]],
+        blocks: Iterable[tuple[str, list[str]]],
+        log: Iterable[ResolutionRecord],
+    ) -> Resolver:
+        """Rebuild a resolver from its persisted parts (``contextmesh.formats.resolver_file`` checks them first).
+
+        Aliases are replayed in order through :meth:`add_alias`, so the derived reverse and squashed
+        indexes come out exactly as the live resolver built them; blocks are taken as given, never rebuilt.
+        """
+        resolver = cls(threshold)
+        resolver.canonical = dict(canonical)
+        for normalized, entity_id in aliases:
+            owner = resolver.add_alias(normalized, entity_id)
+            if owner != entity_id:
+                raise IdentityError(f"the alias '{normalized}' is restored twice, for '{owner}' and '{entity_id}'")
+        resolver.blocks = {key: list(members) for key, members in blocks}
+        resolver.log = list(log)
+        return resolver
 
     # -- registration ---------------------------------------------------------------------
 

@@ -101,13 +101,8 @@ def test_question_whose_path_crossed_a_fallen_node_changes_after_the_break() -> 
     report = break_sizing_assumption(world)
     assert crossed & set(report.invalidated), "the path must cross a node the break takes down"
     after = world.walker.ask(question)
-    assert (
-        after.dead_end is not None
-        and after.dead_end.reason == "pruned_too_early"
-        or (
-            after.answer_id != before.answer_id
-            and not crossed & {s.node_id for s in after.path} & set(report.invalidated)
-        )
+    assert (after.dead_end is not None and after.dead_end.reason == "pruned_too_early") or (
+        after.answer_id != before.answer_id and not crossed & {s.node_id for s in after.path} & set(report.invalidated)
     )
 
 
