@@ -1,0 +1,59 @@
+"""The one place user code is called: every worker and auditor call goes through here.
+
+An exception escaping user code becomes a :class:`TaskCodeError` that names the task, the key and
+the role, and keeps the original as ``__cause__``; a worker's output must be plain JSON data
+(checked by :func:`contextmesh.canonical.ensure_canonical`), because it is copied into the next
+task's inputs and the execution snapshot; an auditor must return a :class:`Verdict`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from contextmesh.canonical import ensure_canonical
+from contextmesh.errors import ContextMeshError, ExecutionError
+from contextmesh.execution.context import AuditContext, RunContext, Verdict
+from contextmesh.execution.registry import Registration
+
+__all__ = ["AuditContractError", "TaskCodeError", "call_auditor", "call_worker"]
+
+
+class TaskCodeError(ExecutionError):
+    """User code behind a key raised; ``__cause__`` is the original exception."""
+
+    def __init__(self, role: str, task: str, key: str, cause: BaseException) -> None:
+        self.role, self.task, self.key = role, task, key
+        super().__init__(f"{role} '{key}' of task '{task}' raised {type(cause).__name__}: {cause}")
+
+
+class AuditContractError(ExecutionError):
+    """An auditor returned something that is not a verdict, or a malformed one."""
+
+
+def call_worker(registration: Registration, ctx: RunContext) -> Any:
+    """Run a worker; its output must be plain JSON data."""
+    try:
+        output = registration.fn(ctx)
+    except Exception as exc:
+        raise TaskCodeError("worker", ctx.task, registration.key, exc) from exc
+    try:
+        ensure_canonical(output, f"output of {ctx.task}")
+    except ContextMeshError as exc:
+        raise TaskCodeError("worker", ctx.task, registration.key, exc) from exc
+    return output
+
+
+def call_auditor(registration: Registration, ctx: AuditContext) -> Verdict:
+    """Run an auditor; it must return a :class:`Verdict`."""
+    try:
+        verdict = registration.fn(ctx)
+    except Exception as exc:
+        raise TaskCodeError("auditor", ctx.task, registration.key, exc) from exc
+    if not isinstance(verdict, Verdict):
+        raise AuditContractError(
+            f"auditor '{registration.key}' of task '{ctx.task}' returned {type(verdict).__name__}; an auditor "
+            "returns ctx.ok(...), ctx.fail(...) or ctx.disproved(...)"
+        )
+    if verdict.kind not in {"ok", "fail", "disproved"} or not isinstance(verdict.reason, str):
+        raise AuditContractError(f"auditor '{registration.key}' of task '{ctx.task}' returned a malformed verdict")
+    return verdict
