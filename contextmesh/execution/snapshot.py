@@ -1,0 +1,220 @@
+"""The execution snapshot ``contextmesh.execution`` v2: a plan's semantic state, keys never code.
+
+The document is ``{"schema", "version", "plan", "round", "tasks"}``; each task, in declaration
+order, carries ``name``, ``worker_key``, ``auditor_key``, ``assumes``, ``assumption_id``,
+``needs``, ``produces``, ``rationale``, ``state`` (pending / done / stale / failed — never
+blocked, which is recomputed), ``attempt``, ``decision_id``, ``output`` and ``error``.
+
+``restore_runner`` checks the snapshot against the graph it is restored onto and the registry it
+is given before building anything: references closed (needs name earlier tasks, so no cycles;
+assumption and decision ids exist with the right types), a done task has a live decision and an
+output, decision ids lie in the plan's own namespace, and every key is registered — a checkpoint
+naming an unregistered key is refused with the key in the message.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from contextmesh.canonical import file_bytes, loads
+from contextmesh.errors import ContextMeshError, SnapshotError
+from contextmesh.execution.executor import Executor
+from contextmesh.execution.plan import Runner, Task, TaskState
+from contextmesh.execution.registry import TaskRegistry
+from contextmesh.formats.ledger import RunLedger
+from contextmesh.formats.records import check_header, exact_keys, expect_dict, expect_list
+from contextmesh.graph import ContextGraph
+from contextmesh.ids import slug
+
+__all__ = ["EXECUTION_SCHEMA", "EXECUTION_VERSION", "dump_runner", "load_runner", "restore_runner", "snapshot_runner"]
+
+EXECUTION_SCHEMA = "contextmesh.execution"
+EXECUTION_VERSION = 2
+_TASK_FIELDS = (
+    "name",
+    "worker_key",
+    "auditor_key",
+    "assumes",
+    "assumption_id",
+    "needs",
+    "produces",
+    "rationale",
+    "state",
+    "attempt",
+    "decision_id",
+    "output",
+    "error",
+)
+
+
+def snapshot_runner(runner: Runner) -> dict[str, Any]:
+    """The plan's state as plain data (refuses a plan holding plain callables)."""
+    runner.require_checkpointable()
+    return {
+        "schema": EXECUTION_SCHEMA,
+        "version": EXECUTION_VERSION,
+        "plan": runner.plan,
+        "round": runner.round,
+        "tasks": [
+            {
+                "name": t.name,
+                "worker_key": t.worker_key,
+                "auditor_key": t.auditor_key,
+                "assumes": t.assumes,
+                "assumption_id": t.assumption_id,
+                "needs": list(t.needs),
+                "produces": list(t.produces),
+                "rationale": t.rationale,
+                "state": t.state.value,
+                "attempt": t.attempt,
+                "decision_id": t.decision_id,
+                "output": t.output,
+                "error": t.error,
+            }
+            for t in runner.tasks.values()
+        ],
+    }
+
+
+def dump_runner(runner: Runner) -> bytes:
+    """The file bytes of a plan's state."""
+    return file_bytes(snapshot_runner(runner))
+
+
+def load_runner(
+    data: bytes,
+    graph: ContextGraph,
+    registry: TaskRegistry,
+    *,
+    ledger: RunLedger | None = None,
+    executor: Executor | None = None,
+) -> Runner:
+    """Parse a snapshot file and restore its runner onto ``graph`` with ``registry``."""
+    return restore_runner(loads(data), graph, registry, ledger=ledger, executor=executor)
+
+
+def _text(value: Any, path: str, *, nullable: bool = False, empty: bool = False) -> Any:
+    if value is None and nullable:
+        return None
+    if type(value) is not str or (not empty and not value):
+        raise SnapshotError(path, repr(value), "non-empty text" + (" or null" if nullable else ""))
+    return value
+
+
+def _texts(value: Any, path: str) -> tuple[str, ...]:
+    items = expect_list(value, path)
+    return tuple(_text(item, f"{path}[{i}]") for i, item in enumerate(items))
+
+
+def restore_runner(
+    data: Any,
+    graph: ContextGraph,
+    registry: TaskRegistry,
+    *,
+    ledger: RunLedger | None = None,
+    executor: Executor | None = None,
+) -> Runner:
+    """Check a snapshot against ``graph`` and ``registry``, then build its runner."""
+    top = expect_dict(data, "$")
+    check_header(top, EXECUTION_SCHEMA, EXECUTION_VERSION, original_versions=(1,))
+    exact_keys(top, ("schema", "version", "plan", "round", "tasks"), "$")
+    plan = _text(top["plan"], "plan")
+    round_ = top["round"]
+    if type(round_) is not int or round_ < 0:
+        raise SnapshotError("round", repr(round_), "the round is a non-negative integer")
+    source_id = slug(f"execution plan: {plan}", "source")
+    if source_id not in graph or graph.node(source_id).type != "source":
+        raise SnapshotError("plan", repr(plan), f"the graph holds no plan source '{source_id}' for this plan")
+    tasks: dict[str, Task] = {}
+    for index, raw in enumerate(expect_list(top["tasks"], "tasks")):
+        path = f"tasks[{index}]"
+        item = expect_dict(raw, path)
+        exact_keys(item, _TASK_FIELDS, path)
+        task = _restore_task(item, path, graph, registry, tasks, plan)
+        tasks[task.name] = task
+    runner = Runner(plan, graph, registry=registry, ledger=ledger, executor=executor)
+    runner.tasks = tasks
+    runner.round = round_
+    return runner
+
+
+def _restore_task(
+    item: dict[str, Any], path: str, graph: ContextGraph, registry: TaskRegistry, earlier: dict[str, Task], plan: str
+) -> Task:
+    name = _text(item["name"], f"{path}.name")
+    if name in earlier:
+        raise SnapshotError(f"{path}.name", repr(name), "task names are unique within a plan")
+    worker_key = _text(item["worker_key"], f"{path}.worker_key")
+    auditor_key = _text(item["auditor_key"], f"{path}.auditor_key", nullable=True)
+    for field_name, key, lookup in (
+        ("worker_key", worker_key, registry.worker),
+        ("auditor_key", auditor_key, registry.auditor),
+    ):
+        if key is None:
+            continue
+        try:
+            lookup(key)
+        except ContextMeshError as exc:
+            raise SnapshotError(
+                f"{path}.{field_name}", repr(key), f"every key must be registered here: {exc}"
+            ) from None
+    assumes = _text(item["assumes"], f"{path}.assumes")
+    assumption_id = _text(item["assumption_id"], f"{path}.assumption_id")
+    record = graph.assumptions.get(assumption_id)
+    if record is None:
+        raise SnapshotError(
+            f"{path}.assumption_id", repr(assumption_id), "the task's ground is an assumption of the graph"
+        )
+    if record.statement != assumes:
+        raise SnapshotError(f"{path}.assumes", repr(assumes), f"the graph's assumption says {record.statement!r}")
+    needs = _texts(item["needs"], f"{path}.needs")
+    for position, need in enumerate(needs):
+        if need not in earlier:
+            raise SnapshotError(f"{path}.needs[{position}]", repr(need), "a task needs tasks declared before it")
+    produces = _texts(item["produces"], f"{path}.produces")
+    rationale = _text(item["rationale"], f"{path}.rationale", empty=True)
+    state_text = item["state"]
+    if state_text not in {s.value for s in TaskState}:
+        raise SnapshotError(f"{path}.state", repr(state_text), "a stored state is pending, done, stale or failed")
+    state = TaskState(state_text)
+    attempt = item["attempt"]
+    if type(attempt) is not int or attempt < 0:
+        raise SnapshotError(f"{path}.attempt", repr(attempt), "an attempt is a non-negative integer")
+    decision_id = _text(item["decision_id"], f"{path}.decision_id", nullable=True)
+    if decision_id is not None:
+        node = graph.nodes.get(decision_id)
+        if node is None or node.type != "decision":
+            raise SnapshotError(f"{path}.decision_id", repr(decision_id), "a task's decision is a decision node")
+        minted = (
+            {slug(f"{plan}|{name}|v{n}", "decision") for n in range(1, attempt + 1)} if type(attempt) is int else set()
+        )
+        if decision_id not in minted:
+            raise SnapshotError(
+                f"{path}.decision_id",
+                repr(decision_id),
+                f"a task's decision id lies in plan '{plan}''s namespace "
+                f"for task '{name}' at an attempt up to {attempt}",
+            )
+    if state is TaskState.DONE:
+        if decision_id is None or not graph.is_live(decision_id):
+            raise SnapshotError(f"{path}.state", "'done' without a live decision", "a done task's decision stands")
+        if item["output"] is None:
+            raise SnapshotError(f"{path}.output", "null on a done task", "a done task keeps its output")
+    if state is TaskState.PENDING and decision_id is not None:
+        raise SnapshotError(f"{path}.decision_id", repr(decision_id), "a pending task has not made a decision yet")
+    error = _text(item["error"], f"{path}.error", nullable=True, empty=True)
+    return Task(
+        name,
+        assumes,
+        assumption_id,
+        worker_key,
+        auditor_key,
+        needs,
+        produces,
+        rationale,
+        state,
+        attempt,
+        decision_id,
+        item["output"],
+        error,
+    )
