@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from contextmesh.canonical import file_bytes
@@ -155,6 +156,27 @@ def _invalidate(args: argparse.Namespace) -> tuple[Any, str]:
     return report.to_dict(), text
 
 
+def _execute(args: argparse.Namespace) -> tuple[Any, str]:
+    from contextmesh.demo.execute import run_walkthrough  # noqa: PLC0415
+    from contextmesh.execution.executor import InProcessExecutor  # noqa: PLC0415
+    from contextmesh.render import render_walkthrough  # noqa: PLC0415
+
+    walk = run_walkthrough(feed=args.feed, executor=InProcessExecutor(width=args.threads))
+    return walk.to_dict(), render_walkthrough(walk)
+
+
+def _advisory(args: argparse.Namespace) -> tuple[Any, str]:
+    from contextmesh.demo.auth import publish, withdraw  # noqa: PLC0415
+
+    if args.action == "publish":
+        advisories = publish(args.feed, args.package, args.text or "")
+        text = f"published an advisory for {args.package} to {args.feed}"
+    else:
+        advisories = withdraw(args.feed, args.package)
+        text = f"withdrew every advisory for {args.package} from {args.feed}"
+    return {"feed": str(args.feed), "advisories": advisories}, text
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="contextmesh", description=__doc__.splitlines()[0] if __doc__ else None)
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -172,6 +194,19 @@ def _parser() -> argparse.ArgumentParser:
     invalidate = commands.add_parser("invalidate", help="reject the demo's sizing assumption through evidence")
     invalidate.add_argument("--dry-run", action="store_true", help="report what would fall; change nothing")
     invalidate.set_defaults(handler=_invalidate)
+    execute = commands.add_parser("execute", help="run the demo plan, break its ground, repair, rerun only what fell")
+    execute.add_argument("--feed", type=Path, help="the advisory feed file (default: a fresh temporary one)")
+    execute.add_argument("--threads", type=_positive, default=4, help="width of the in-process executor")
+    execute.set_defaults(handler=_execute)
+    advisory = demo_sub = demo.add_subparsers(dest="demo_command", metavar="SUBCOMMAND")
+    del demo_sub
+    adv = advisory.add_parser("advisory", help="publish or withdraw an advisory in the demo's feed file")
+    adv.add_argument("action", choices=("publish", "withdraw"))
+    adv.add_argument("package", help="the package the advisory is about, e.g. argon2-cffi")
+    adv.add_argument("text", nargs="?", help="the advisory's text (publish only)")
+    adv.add_argument("--feed", type=Path, required=True, help="the feed file the deployment names")
+    adv.add_argument("--json", action="store_true", help="print one JSON document instead of text")
+    adv.set_defaults(handler=_advisory)
     for name in ("demo", "ask", "health", "invalidate"):
         commands.choices[name].add_argument(
             "--rounds",
@@ -183,6 +218,13 @@ def _parser() -> argparse.ArgumentParser:
     for sub in commands.choices.values():
         sub.add_argument("--json", action="store_true", help="print one JSON document instead of text")
     return parser
+
+
+def _positive(text: str) -> int:
+    value = _non_negative(text)
+    if value == 0:
+        raise argparse.ArgumentTypeError("0 threads cannot run anything; give 1 or more")
+    return value
 
 
 def _non_negative(text: str) -> int:

@@ -8,13 +8,24 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from contextmesh.assumptions import AssumptionLedger
+from contextmesh.demo.execute import Walkthrough
+from contextmesh.execution.plan import RoundReport
 from contextmesh.health import HealthReport
 from contextmesh.invalidation import InvalidationReport
 from contextmesh.pipeline import BuildReport
 from contextmesh.temporal import AsOf
 from contextmesh.traverse import Walk
 
-__all__ = ["render_as_of", "render_build", "render_health", "render_invalidation", "render_lineage", "render_walk"]
+__all__ = [
+    "render_as_of",
+    "render_build",
+    "render_health",
+    "render_invalidation",
+    "render_lineage",
+    "render_round",
+    "render_walk",
+    "render_walkthrough",
+]
 
 
 def _hops(n: int) -> str:
@@ -93,3 +104,56 @@ def render_as_of(answer: AsOf) -> str:
         f"{answer.counts.get('later', 0)} learned later (hidden), {answer.counts.get('undated', 0)} undated"
     )
     return head + "\n" + render_walk(answer.walk)
+
+
+def render_round(report: RoundReport, *, url: str | None = None) -> str:
+    """``ROUND n · e executed, c cached`` with its layers, cached, blocked and failed tasks."""
+    lines = [f"ROUND {report.round} · {len(report.executed)} executed, {len(report.cached)} cached"]
+    if url:
+        lines.append(f"  flow run: {url}")
+    lines += [f"  layer {i}: {', '.join(layer)}" for i, layer in enumerate(report.layers, start=1)]
+    lines += [f"  cached {name} — untouched, previous result stands" for name in report.cached]
+    lines += [f"  blocked {name} — {reason}" for name, reason in report.blocked.items()]
+    lines += [f"  failed {name} — {reason}" for name, reason in report.failed.items()]
+    return "\n".join(lines)
+
+
+def render_walkthrough(walk: Walkthrough, *, urls: dict[int, str] | None = None) -> str:
+    """The seed's transcript: PLAN, rounds, THE GROUND MOVED, ARTEFACTS, lineage, LEDGER, RECEIPT."""
+    runner = walk.runner
+    urls = urls or {}
+    lines = [f"PLAN {runner.plan} · {len(runner.tasks)} tasks"]
+    for task in walk.declared:
+        needs = f" (needs {', '.join(task['needs'])})" if task["needs"] else ""
+        lines.append(f"  {task['name']:<11} {task['worker_key'] or '-':<24} assumes: {task['assumes']}{needs}")
+    lines += ["", render_round(walk.first, url=urls.get(walk.first.round)), ""]
+    lines.append("THE GROUND MOVED · discovered by an auditor, not announced")
+    if walk.recheck.round in urls:
+        lines.append(f"  flow run: {urls[walk.recheck.round]}")
+    for report in walk.recheck.invalidations:
+        receipt = next(r for r in runner.ledger.receipts() if r["ground"]["assumption_id"] == report.assumption_id)
+        lines.append(f"  {receipt['task']}: {receipt['reason']}")
+        lines.append(f"  rejected: {report.statement}")
+        lines.append(f"  blast radius {report.blast_radius}, preserved {report.preserved_count}")
+    if not walk.recheck.invalidations:
+        lines.append("  (nothing moved: every auditor found its ground standing)")
+    hashing = runner.tasks["hashing"]
+    lines += ["", f"REPAIR hashing → {hashing.worker_key} on new ground: {hashing.assumes}", ""]
+    lines += [render_round(walk.third, url=urls.get(walk.third.round)), ""]
+    artefacts = runner.graph.by_type("entity", live_only=False)
+    lines.append("ARTEFACTS")
+    lines.append("  live: " + ", ".join(n.label for n in artefacts if n.live))
+    lines.append("  gone: " + (", ".join(n.label for n in artefacts if not n.live) or "none"))
+    lines.append("ASSUMPTION LINEAGE")
+    lines += [f"  v{r['version']} [{r['status']}] {r['statement']}" for r in walk.lineage]
+    ledger = runner.ledger
+    lines.append(f"LEDGER {len(ledger)} entries · head {ledger.head[:16]}… · chain intact: {ledger.verify()}")
+    lines.append("RECEIPT read back off the ledger alone")
+    for receipt in ledger.receipts():
+        lines.append(f"  ground: {receipt['ground']['statement']}")
+        lines.append(f"  evidence: {receipt['evidence_id']}")
+        lines.append(f"  auditor: {receipt['auditor']}")
+        lines.append(f"  fallen ({receipt['blast_radius']}):")
+        lines += [f"    ✗ {item['chain']}" for item in receipt["invalidated"]]
+        lines.append(f"  preserved: {receipt['preserved_count']} (digest {receipt['preserved_digest'][:16]}…)")
+    return "\n".join(lines)

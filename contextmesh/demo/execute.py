@@ -1,0 +1,91 @@
+"""The execute walk-through: round 1, an advisory, a recheck that discovers it, repair, round 3.
+
+``run_walkthrough`` drives the demo plan end to end and returns plain data; the CLI renders it in
+the seed's transcript shape. It is the same engine a deployment runs; only the executor differs
+(in-process here unless one is passed in).
+"""
+
+from __future__ import annotations
+
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from contextmesh.assumptions import AssumptionLedger
+from contextmesh.demo.auth import ADVISORY_TEXT, DEFAULT_KEYS, PLAN_NAME, declare_plan, publish, register_demo
+from contextmesh.execution.executor import Executor
+from contextmesh.execution.plan import RecheckReport, RoundReport, Runner
+from contextmesh.execution.registry import TaskRegistry
+from contextmesh.graph import ContextGraph
+
+__all__ = ["REPAIR_GROUND", "Walkthrough", "run_walkthrough"]
+
+REPAIR_GROUND = "bcrypt has no open advisory"
+
+
+@dataclass
+class Walkthrough:
+    """Everything the transcript shows, as engine objects."""
+
+    runner: Runner
+    first: RoundReport
+    recheck: RecheckReport
+    third: RoundReport
+    feed: Path
+    lineage: list[dict[str, Any]] = field(default_factory=list)
+    declared: list[dict[str, Any]] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain data for ``--json``."""
+        graph = self.runner.graph
+        artefacts = graph.by_type("entity", live_only=False)
+        return {
+            "plan": self.runner.plan,
+            "declared": self.declared,
+            "tasks": {
+                t.name: {"worker_key": t.worker_key, "assumes": t.assumes, "state": t.state.value}
+                for t in self.runner.tasks.values()
+            },
+            "rounds": [self.first.to_dict(), self.recheck.to_dict(), self.third.to_dict()],
+            "artefacts": {
+                "live": [n.label for n in artefacts if n.live],
+                "gone": [n.label for n in artefacts if not n.live],
+            },
+            "lineage": self.lineage,
+            "ledger": {
+                "entries": len(self.runner.ledger),
+                "head": self.runner.ledger.head,
+                "verified": self.runner.ledger.verify(),
+            },
+            "receipts": self.runner.ledger.receipts(),
+            "nodes": len(graph),
+            "edges": len(graph.edges),
+        }
+
+
+def run_walkthrough(
+    *, feed: Path | None = None, executor: Executor | None = None, registry: TaskRegistry | None = None
+) -> Walkthrough:
+    """Run the demo plan: round 1, publish, recheck, repair to bcrypt, round 3."""
+    feed = feed or Path(tempfile.mkdtemp(prefix="contextmesh-feed-")) / "advisories.json"
+    if registry is None:
+        registry = TaskRegistry()
+        register_demo(registry, feed=feed)
+    runner = Runner(PLAN_NAME, ContextGraph(), registry=registry, executor=executor)
+    declare_plan(runner)
+    declared = [
+        {"name": t.name, "worker_key": t.worker_key, "assumes": t.assumes, "needs": list(t.needs)}
+        for t in runner.tasks.values()
+    ]
+    first = runner.run()
+    publish(feed, "argon2-cffi", ADVISORY_TEXT)
+    recheck = runner.recheck()
+    runner.repair("hashing", assumes=REPAIR_GROUND, worker_key=DEFAULT_KEYS["bcrypt"], produces=["password hasher"])
+    third = runner.run()
+    ledger = AssumptionLedger(runner.graph)
+    lineage = [
+        {"id": r.id, "version": r.version, "status": r.status, "statement": r.statement}
+        for r in ledger.lineage(runner.tasks["hashing"].assumption_id)
+    ]
+    return Walkthrough(runner, first, recheck, third, feed, lineage, declared)
