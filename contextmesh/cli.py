@@ -246,8 +246,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ContextMeshError as exc:
         print(f"contextmesh: {exc}", file=sys.stderr)
         return 1
-    if args.json:
-        sys.stdout.write(file_bytes(data).decode("utf-8"))
-    else:
-        print(text)
+    try:
+        if args.json:
+            sys.stdout.write(file_bytes(data).decode("utf-8"))
+        else:
+            print(text)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        # A reader such as `head` closed the pipe: stop quietly, as other command-line tools do.
+        sys.stdout = None  # type: ignore[assignment]
     return 0
