@@ -254,5 +254,5 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.stdout.flush()
     except BrokenPipeError:
         # A reader such as `head` closed the pipe: stop quietly, as other command-line tools do.
-        sys.stdout = None  # type: ignore[assignment]
+        sys.stdout = None
     return 0
