@@ -11,6 +11,7 @@ references are refused with a path.
 from __future__ import annotations
 
 import datetime as dt
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -32,6 +33,9 @@ __all__ = [
     "load_sidecar",
     "parse_date",
 ]
+
+
+_ISO_DATE = re.compile(r"^[0-9]{4}-[0-9]{2}-[0-9]{2}$")
 
 
 class CorpusError(InputError):
@@ -131,7 +135,7 @@ class Sidecar:
 
 def parse_date(value: str, where: str = "date") -> dt.date:
     """A strict ISO ``YYYY-MM-DD`` date, or a :class:`CorpusError` naming it."""
-    if not isinstance(value, str) or len(value) != 10:
+    if not isinstance(value, str) or not _ISO_DATE.match(value):
         raise CorpusError(where, repr(value), "dates are ISO calendar dates, YYYY-MM-DD")
     try:
         return dt.date.fromisoformat(value)
@@ -223,12 +227,14 @@ def load_corpus(path: Path) -> Corpus:
         )
     if not sources:
         raise CorpusError("sources", "no sources", "a corpus has at least one source")
-    for source in sources:
-        for span in source.spans:
-            for relation in span.relations:
+    for i, source in enumerate(sources):
+        for j, span in enumerate(source.spans):
+            for k, relation in enumerate(span.relations):
                 if relation.target not in span_keys:
                     raise CorpusError(
-                        f"span {span.key}.relations", repr(relation.target), "a relation targets a span key"
+                        f"sources[{i}].spans[{j}].relations[{k}].target",
+                        repr(relation.target),
+                        "a relation targets a span key of this corpus",
                     )
     return Corpus(tuple(entities), tuple(sources))
 

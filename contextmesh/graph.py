@@ -29,7 +29,7 @@ from contextmesh import vectors
 from contextmesh.canonical import ensure_canonical
 from contextmesh.errors import IdentityError, NotFoundError, OntologyError
 from contextmesh.ids import edge_id, slug
-from contextmesh.model import AssumptionRecord, EdgeRecord, NodeRecord, Provenance
+from contextmesh.model import AssumptionRecord, EdgeRecord, NodeRecord, Provenance, construct_record
 from contextmesh.ontology import ONTOLOGY, Ontology
 
 __all__ = ["DIGEST_COVERED", "ContextGraph", "is_digest_covered"]
@@ -37,6 +37,7 @@ __all__ = ["DIGEST_COVERED", "ContextGraph", "is_digest_covered"]
 # Edge types out of an explicit-id decision whose targets its content digest vouches for.
 DIGEST_COVERED = frozenset({"cites", "derived_from", "produces", "supersedes"})
 _FIELD_NAMES = frozenset(NodeRecord.model_fields)
+_INFINITY = float("inf")  # once, not a float() call per edge
 
 
 def is_digest_covered(edge_type: str, target_type: str) -> bool:
@@ -243,7 +244,8 @@ class ContextGraph:
                 existing.embedding = embedding
             return existing
         self._check_must_carry(node_type, nid, new_attrs, provenance, embedding)
-        record = NodeRecord.model_construct(
+        record = construct_record(
+            NodeRecord,
             id=nid,
             type=node_type,
             label=label,
@@ -363,7 +365,8 @@ class ContextGraph:
                 f"edge id '{eid}' is already '{other.src}'-[{other.type}]->'{other.dst}'; "
                 f"refusing to treat '{src}'-[{edge_type}]->'{dst}' as the same edge"
             )
-        record = EdgeRecord.model_construct(
+        record = construct_record(
+            EdgeRecord,
             id=eid,
             src=src,
             dst=dst,
@@ -395,7 +398,7 @@ class ContextGraph:
             raise OntologyError(
                 f"{source.type}-[{edge_type}]->{target.type} is not a legal pair; GRAPH.md allows {allowed}"
             )
-        if type(weight) is not float or not weight > 0.0 or weight == float("inf"):
+        if type(weight) is not float or not weight > 0.0 or weight == _INFINITY:
             raise OntologyError(f"edge weight must be a finite float above 0, not {weight!r}")
         return source, target
 

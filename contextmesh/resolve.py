@@ -139,23 +139,28 @@ class Resolver:
     # -- registration ---------------------------------------------------------------------
 
     def register(self, entity_id: str, name: str, aliases: tuple[str, ...] | list[str] = ()) -> None:
-        """Add a canonical entity with its registered aliases and their blocking keys."""
+        """Add a canonical entity with its registered aliases and their blocking keys.
+
+        Every surface form is checked before anything is stored, so a refusal leaves no trace.
+        """
         if entity_id in self.canonical and self.canonical[entity_id] != name:
             raise IdentityError(
                 f"entity id '{entity_id}' is already registered as '{self.canonical[entity_id]}'; "
                 f"refusing to register '{name}' under it"
             )
-        self.canonical[entity_id] = name
-        for surface in (name, *aliases):
-            normalized = normalize(surface)
-            if not normalized:
-                continue
-            owner = self.add_alias(normalized, entity_id)
-            if owner != entity_id:
+        surfaces = [(surface, normalize(surface)) for surface in (name, *aliases)]
+        for surface, normalized in surfaces:
+            owner = self.aliases.get(normalized)
+            if normalized and owner is not None and owner != entity_id:
                 raise IdentityError(
                     f"the surface form '{surface}' already resolves to '{owner}'; refusing to let it also mean "
                     f"'{entity_id}'"
                 )
+        self.canonical[entity_id] = name
+        for _, normalized in surfaces:
+            if not normalized:
+                continue
+            self.add_alias(normalized, entity_id)
             for key in block_keys(normalized):
                 members = self.blocks.setdefault(key, [])
                 if entity_id not in members:

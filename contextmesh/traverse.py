@@ -218,6 +218,7 @@ class Walker:
         self.settings = settings or WalkerSettings()
         self.flat = flat
         self.walks: list[Walk] = []
+        self._check_policy(self.settings.policy)
         self._vectors: dict[str, tuple[str, array[int]]] = {}
 
     # -- the walk -------------------------------------------------------------------------
@@ -228,12 +229,7 @@ class Walker:
         ``policy`` narrows the edge types this one walk may follow (default: the settings').
         """
         if policy is not None:
-            unknown = [t for t in policy if t not in self.graph.ontology.edge_types]
-            if unknown:
-                raise OntologyError(
-                    f"walk policy names {unknown}, which GRAPH.md does not define; it defines "
-                    f"{sorted(self.graph.ontology.edge_types)}"
-                )
+            self._check_policy(policy)
         walk = self._walk(question, frozenset(policy if policy is not None else self.settings.policy))
         if self.flat is not None:
             walk.flat_tokens = self.flat.tokens(question, self.settings.flat_k)
@@ -243,6 +239,14 @@ class Walker:
                 [s.node_id for s in walk.path], [s.edge_id for s in walk.path if s.edge_id is not None]
             )
         return walk
+
+    def _check_policy(self, policy: tuple[str, ...]) -> None:
+        unknown = [t for t in policy if t not in self.graph.ontology.edge_types]
+        if unknown:
+            raise OntologyError(
+                f"walk policy names {unknown}, which GRAPH.md does not define; it defines "
+                f"{sorted(self.graph.ontology.edge_types)}"
+            )
 
     def _walk(self, question: str, policy: frozenset[str]) -> Walk:
         mentions, dropped = self.resolver.find_mentions(question)
@@ -354,7 +358,7 @@ class Walker:
                 "pruned_too_early",
                 f"from {labels} the walk needed {first}, which is no longer walkable ({len(blocked)} such node(s))",
             )
-        if all(len(reached) <= 1 for _ in seeds) and len(reached) <= len(seeds):
+        if set(reached) <= set(seeds):
             return DeadEnd("no_typed_edge", f"no live edge of the policy's types leaves {labels}")
         kinds = Counter(self.graph.node(n).type for n in reached)
         found = ", ".join(f"{n} {t}" for t, n in sorted(kinds.items()))
