@@ -13,6 +13,7 @@ Invariant: a refused submission changes nothing.
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass
 from typing import Any
 
@@ -41,14 +42,15 @@ class Submission:
 
 
 def _shape(value: Any, depth: int, counter: list[int]) -> None:
-    if depth > MAX_DEPTH:
-        raise EvidenceIntakeError(f"metadata is nested deeper than {MAX_DEPTH} levels")
+    # Only containers make depth; a scalar leaf at the deepest allowed level is fine.
     if isinstance(value, dict):
         items: list[Any] = list(value.values())
-    elif isinstance(value, list):
-        items = value
+    elif isinstance(value, list | tuple):
+        items = list(value)
     else:
         return
+    if depth > MAX_DEPTH:
+        raise EvidenceIntakeError(f"metadata is nested deeper than {MAX_DEPTH} levels")
     for child in items:
         counter[0] += 1
         if counter[0] > MAX_ITEMS:
@@ -96,7 +98,13 @@ def submit(
         "evidence",
         text,
         id=evidence_id,
-        attrs={"kind": "observation", "external_id": external_id, "metadata": meta, "payload_digest": payload_digest},
+        # A deep copy: the caller's object must not be able to change what was stored.
+        attrs={
+            "kind": "observation",
+            "external_id": external_id,
+            "metadata": copy.deepcopy(meta),
+            "payload_digest": payload_digest,
+        },
         provenance=Provenance(source_id=source_id, extractor="evidence.submit", recorded_at_build=graph.build),
     )
     return Submission(node, True)

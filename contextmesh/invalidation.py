@@ -126,21 +126,17 @@ class InvalidationReport:
 
 
 def _doomed_edges(graph: ContextGraph, assumption_id: str, fallen: dict[str, list[str]]) -> list[str]:
-    out: list[str] = []
-    seen: set[str] = set()
-    for node_id in [assumption_id, *fallen]:
-        for edge in [*graph.in_edges(node_id, live_only=False), *graph.out_edges(node_id, live_only=False)]:
-            if edge.id in seen or edge.invalidated:
-                continue
-            seen.add(edge.id)
-            both = (edge.src in fallen or edge.src == assumption_id) and (
-                edge.dst in fallen or edge.dst == assumption_id
-            )
-            if both:
-                out.append(edge.id)
-    out.extend(e.id for e in graph.bound_edges(assumption_id) if not e.invalidated and e.id not in seen)
-    order = {eid: graph.seq(eid) for eid in out}
-    return sorted(dict.fromkeys(out), key=order.__getitem__)
+    # An edge falls when both of its endpoints fall, or when it is bound to the assumption.
+    down = set(fallen) | {assumption_id}
+    doomed: dict[str, None] = {}
+    for node_id in down:
+        for edge in graph.out_edges(node_id, live_only=False):
+            if not edge.invalidated and edge.dst in down:
+                doomed[edge.id] = None
+    for edge in graph.bound_edges(assumption_id):
+        if not edge.invalidated:
+            doomed[edge.id] = None
+    return sorted(doomed, key=graph.seq)
 
 
 def blast_radius(graph: ContextGraph, assumption_id: str) -> InvalidationReport:

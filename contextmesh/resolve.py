@@ -93,6 +93,8 @@ class Resolver:
     """Canonical names, aliases (registered and learned), blocking keys and a resolution log."""
 
     def __init__(self, threshold: float = THRESHOLD) -> None:
+        if isinstance(threshold, bool) or not isinstance(threshold, float) or not 0.0 < threshold <= 1.0:
+            raise IdentityError(f"a resolver threshold is a float in (0, 1], not {threshold!r}")
         self.threshold = threshold
         self.canonical: dict[str, str] = {}
         self.aliases: dict[str, str] = {}
@@ -104,6 +106,8 @@ class Resolver:
 
     def add_alias(self, normalized: str, entity_id: str) -> str:
         """Point a normalised surface form at an entity unless it already means one; return the owner."""
+        if entity_id not in self.canonical:
+            raise IdentityError(f"cannot alias '{normalized}' to '{entity_id}': no such entity is registered")
         owner = self.aliases.setdefault(normalized, entity_id)
         if owner == entity_id and normalized not in self._by_entity.get(entity_id, ()):
             self._by_entity.setdefault(entity_id, []).append(normalized)

@@ -31,7 +31,7 @@ from contextmesh.invalidation import apply_invalidation, blast_radius
 from contextmesh.resolve import Resolver
 from contextmesh.traverse import FlatBaseline, Walk, Walker
 
-__all__ = ["AsOf", "TemporalError", "as_of_graph", "date_of", "explain_as_of", "node_dates"]
+__all__ = ["AsOf", "TemporalError", "as_of_graph", "date_of", "explain_as_of", "node_dates", "rejection_date"]
 
 
 class TemporalError(InputError):
@@ -64,14 +64,36 @@ def node_dates(graph: ContextGraph) -> dict[str, dt.date | None]:
                 if dates.get(edge.src) is not None
             ]
             dates[node.id] = min(d for d in found if d is not None) if found else None
-        elif node.type == "assumption":
-            found = [
-                dates.get(edge.src)
-                for edge in graph.in_edges(node.id, ("depends_on",), live_only=False)
-                if dates.get(edge.src) is not None
-            ]
-            dates[node.id] = min(d for d in found if d is not None) if found else None
+    for node in graph:
+        if node.type != "assumption":
+            continue
+        record = graph.assumptions.get(node.id)
+        predecessor = record.supersedes if record is not None else None
+        fell = rejection_date(graph, predecessor, dates) if predecessor else None
+        if fell is not None:
+            # A replacement is minted by its predecessor's rejection: it cannot predate it.
+            dates[node.id] = fell
+            continue
+        found = [
+            dates.get(edge.src)
+            for edge in graph.in_edges(node.id, ("depends_on",), live_only=False)
+            if dates.get(edge.src) is not None
+        ]
+        dates[node.id] = min(d for d in found if d is not None) if found else None
     return dates
+
+
+def rejection_date(graph: ContextGraph, assumption_id: str, dates: dict[str, dt.date | None]) -> dt.date | None:
+    """The date of the evidence that rejected an assumption (its ``contradicts`` in-edges), if dated."""
+    record = graph.assumptions.get(assumption_id)
+    if record is None or record.status != "rejected":
+        return None
+    found = [
+        dates.get(edge.src)
+        for edge in graph.in_edges(assumption_id, ("contradicts",), live_only=False)
+        if graph.node(edge.src).type == "evidence" and dates.get(edge.src) is not None
+    ]
+    return min(d for d in found if d is not None) if found else None
 
 
 def date_of(value: str, where: str = "as_of") -> dt.date:
@@ -99,7 +121,13 @@ def as_of_graph(graph: ContextGraph, when: dt.date) -> tuple[ContextGraph, dict[
         evidence = tuple(e for e in record.evidence_ids if e in projection.nodes)
         update: dict[str, object] = {"evidence_ids": evidence}
         if record.status == "rejected":
-            fell_then = any(projection.node(e).type == "evidence" for e in evidence)
+            # Only the evidence that contradicts it rejected it; evidence that justified it did not.
+            rejecting = [
+                e.src
+                for e in graph.in_edges(assumption_id, ("contradicts",), live_only=False)
+                if graph.node(e.src).type == "evidence"
+            ]
+            fell_then = any(src in projection.nodes for src in rejecting)
             if fell_then:
                 replay.append(assumption_id)
             else:

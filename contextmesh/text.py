@@ -5,7 +5,7 @@ Invariants:
 1. Tokenizing is a pure function of the text (no locale, no hash seed).
 2. ``stem`` folds case, a possessive ``'s``, a plain plural and the past forms of common irregular
    verbs (``ran`` → ``run``), and nothing more, so two surface forms meet only when a reader would
-   agree they are the same word.
+   agree they are the same word. It is idempotent, so ``normalize`` is too.
 3. ``estimate_tokens`` is words × 1.3, rounded, over whitespace-separated words: the same rule for
    a walk's path and for the flat baseline it is compared with.
 """
@@ -241,10 +241,11 @@ def stem(word: str) -> str:
     if token in _IRREGULAR:
         return _IRREGULAR[token]
     if len(token) > 4 and token.endswith("ies"):
-        return token[:-3] + "y"
-    if len(token) > 3 and token.endswith("s") and not token.endswith(("ss", "us", "is")):
-        return token[:-1]
-    return token
+        token = token[:-3] + "y"
+    elif len(token) > 3 and token.endswith("s") and not token.endswith(("ss", "us", "is")):
+        token = token[:-1]
+    # Map again after the plural is gone, so stem(stem(w)) == stem(w): "leds" → "led" → "lead".
+    return _IRREGULAR.get(token, token)
 
 
 def normalize(surface: str) -> str:

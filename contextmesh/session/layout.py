@@ -1,0 +1,203 @@
+"""Names in a session directory and the manifest format ``contextmesh.session`` v3.
+
+A directory holds:
+
+* ``session-NNNNNN.json`` — the immutable manifest of generation N (six digits): the single
+  commit point. It names every companion of that generation with its SHA-256.
+* ``session.json`` — a copy of the newest manifest, for people and tools (never trusted on load).
+* ``session.lock`` — the writer lock (one inode for its whole life).
+* companions, content-addressed: ``graph-<sha256>.json``, ``resolver-<sha256>.json``,
+  ``execution-<sha256>.json``, ``runledger-<sha256>.json`` — an unchanged companion keeps its name
+  and is not rewritten.
+
+Every name a loader follows must be plain (no directory part) and match these patterns.
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+from contextmesh.errors import SnapshotError
+from contextmesh.formats.records import check_header, exact_keys, expect_dict
+from contextmesh.traverse import DEFAULT_POLICY, WalkerSettings
+
+__all__ = [
+    "COMPANIONS",
+    "LOCK_NAME",
+    "MANIFEST",
+    "POINTER_NAME",
+    "SESSION_SCHEMA",
+    "SESSION_VERSION",
+    "Companion",
+    "Manifest",
+    "companion_name",
+    "manifest_name",
+    "parse_manifest",
+]
+
+SESSION_SCHEMA = "contextmesh.session"
+SESSION_VERSION = 3
+POINTER_NAME = "session.json"
+LOCK_NAME = "session.lock"
+MANIFEST = re.compile(r"^session-([0-9]{6})\.json$")
+COMPANIONS = ("graph", "resolver", "execution", "runledger")
+_COMPANION_NAME = re.compile(r"^(graph|resolver|execution|runledger)-([0-9a-f]{64})\.json$")
+_HEX = re.compile(r"^[0-9a-f]{64}$")
+_FIELDS = (
+    "schema",
+    "version",
+    "session_id",
+    "generation",
+    "rounds",
+    "walker",
+    "corpus",
+    "graph",
+    "resolver",
+    "execution",
+    "runledger",
+    "ledger_head",
+)
+
+
+def manifest_name(generation: int) -> str:
+    """``session-000042.json``."""
+    return f"session-{generation:06d}.json"
+
+
+def companion_name(kind: str, sha256: str) -> str:
+    """``graph-<sha256>.json``."""
+    return f"{kind}-{sha256}.json"
+
+
+@dataclass(frozen=True)
+class Companion:
+    """A companion file named by a manifest."""
+
+    name: str
+    sha256: str
+    bytes: int
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain data."""
+        return {"name": self.name, "sha256": self.sha256, "bytes": self.bytes}
+
+
+@dataclass(frozen=True)
+class Manifest:
+    """One generation's commit record."""
+
+    session_id: str
+    generation: int
+    rounds: int
+    walker: WalkerSettings
+    corpus: str | None
+    graph: Companion
+    resolver: Companion
+    execution: Companion | None
+    runledger: Companion | None
+    ledger_head: str | None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The manifest document."""
+        return {
+            "schema": SESSION_SCHEMA,
+            "version": SESSION_VERSION,
+            "session_id": self.session_id,
+            "generation": self.generation,
+            "rounds": self.rounds,
+            "walker": self.walker.to_dict(),
+            "corpus": self.corpus,
+            "graph": self.graph.to_dict(),
+            "resolver": self.resolver.to_dict(),
+            "execution": None if self.execution is None else self.execution.to_dict(),
+            "runledger": None if self.runledger is None else self.runledger.to_dict(),
+            "ledger_head": self.ledger_head,
+        }
+
+    def companions(self) -> dict[str, Companion]:
+        """Every companion this generation names, by kind."""
+        found = {"graph": self.graph, "resolver": self.resolver}
+        if self.execution is not None and self.runledger is not None:
+            found["execution"] = self.execution
+            found["runledger"] = self.runledger
+        return found
+
+
+def _int(value: Any, path: str, minimum: int) -> int:
+    if type(value) is not int or value < minimum:
+        raise SnapshotError(path, repr(value), f"an integer of at least {minimum}")
+    return value
+
+
+def _companion(value: Any, kind: str, path: str) -> Companion:
+    item = expect_dict(value, path)
+    exact_keys(item, ("name", "sha256", "bytes"), path)
+    name, sha = item["name"], item["sha256"]
+    if type(sha) is not str or not _HEX.match(sha):
+        raise SnapshotError(f"{path}.sha256", repr(sha), "a SHA-256 is 64 lower-case hex digits")
+    match = _COMPANION_NAME.match(name) if type(name) is str else None
+    if match is None or match.group(1) != kind or match.group(2) != sha:
+        raise SnapshotError(
+            f"{path}.name", repr(name), f"a plain name '{kind}-<sha256>.json' naming this companion's own digest"
+        )
+    return Companion(name, sha, _int(item["bytes"], f"{path}.bytes", 0))
+
+
+def _walker(value: Any) -> WalkerSettings:
+    item = expect_dict(value, "walker")
+    exact_keys(item, ("hop_budget", "flat_k", "max_expand", "policy"), "walker")
+    policy = item["policy"]
+    if type(policy) is not list or not all(type(p) is str for p in policy):
+        raise SnapshotError("walker.policy", repr(policy)[:60], "a list of edge type names")
+    unknown = [p for p in policy if p not in DEFAULT_POLICY]
+    if unknown or len(set(policy)) != len(policy):
+        raise SnapshotError("walker.policy", repr(policy)[:80], "distinct edge types of GRAPH.md")
+    return WalkerSettings(
+        _int(item["hop_budget"], "walker.hop_budget", 1),
+        _int(item["flat_k"], "walker.flat_k", 1),
+        _int(item["max_expand"], "walker.max_expand", 1),
+        tuple(policy),
+    )
+
+
+def parse_manifest(data: Any, file_generation: int) -> Manifest:
+    """Check a manifest document strictly; its generation must equal the one in its file name."""
+    top = expect_dict(data, "$")
+    check_header(top, SESSION_SCHEMA, SESSION_VERSION, original_versions=(1, 2))
+    exact_keys(top, _FIELDS, "$")
+    session_id = top["session_id"]
+    try:
+        if type(session_id) is not str or str(uuid.UUID(session_id)) != session_id:
+            raise ValueError
+    except ValueError:
+        raise SnapshotError("session_id", repr(session_id), "a session id is a canonical lower-case UUID") from None
+    generation = _int(top["generation"], "generation", 1)
+    if generation != file_generation:
+        raise SnapshotError(
+            "generation", str(generation), f"the manifest's file name says generation {file_generation}"
+        )
+    corpus = top["corpus"]
+    if corpus not in (None, "contextmesh.demo"):
+        raise SnapshotError("corpus", repr(corpus), "null or 'contextmesh.demo'")
+    execution, runledger, head = top["execution"], top["runledger"], top["ledger_head"]
+    if (execution is None) != (runledger is None) or (runledger is None) != (head is None):
+        raise SnapshotError(
+            "execution", "only some of execution, runledger and ledger_head", "all three are null or all are present"
+        )
+    if head is not None and (type(head) is not str or not _HEX.match(head)):
+        raise SnapshotError("ledger_head", repr(head), "64 lower-case hex digits")
+    return Manifest(
+        session_id,
+        generation,
+        _int(top["rounds"], "rounds", 0),
+        _walker(top["walker"]),
+        corpus,
+        _companion(top["graph"], "graph", "graph"),
+        _companion(top["resolver"], "resolver", "resolver"),
+        None if execution is None else _companion(execution, "execution", "execution"),
+        None if runledger is None else _companion(runledger, "runledger", "runledger"),
+        head,
+    )
