@@ -1,0 +1,167 @@
+"""Load a session directory as untrusted input, with every cross-file check.
+
+A reader takes no lock. It reads the newest manifest, then opens every companion that generation
+names *before* parsing any of them (``O_NOFOLLOW``, regular files, inside the directory), so a
+concurrent sweep cannot pull a file from under it; if a companion has vanished because the
+directory moved on meanwhile, it starts again from the newer manifest (a bounded number of times).
+A genuinely missing or altered file fails at once with its own message.
+
+Checks, in order: the manifest (schema, version — the original project's v1/v2 refused by name —
+fields, generation = file name); each companion's name, location and SHA-256; the graph file; the
+resolver against the graph; the run ledger against the manifest's head (``expect_head``); the plan
+against the graph and the registry; the ledger against the plan (every entry's task is in the
+plan, no entry in a round the plan never reached) and against the graph (every cited id exists).
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from dataclasses import dataclass
+from pathlib import Path
+
+from contextmesh.canonical import loads, sha256_hex
+from contextmesh.errors import SessionError, SnapshotError
+from contextmesh.execution.plan import Runner
+from contextmesh.execution.registry import TaskRegistry
+from contextmesh.execution.snapshot import restore_runner
+from contextmesh.formats.graph_file import load_graph
+from contextmesh.formats.ledger import RunLedger
+from contextmesh.formats.resolver_file import load_resolver
+from contextmesh.graph import ContextGraph
+from contextmesh.resolve import Resolver
+from contextmesh.session.commit import latest_generation
+from contextmesh.session.layout import Manifest, manifest_name, parse_manifest
+
+__all__ = ["Loaded", "SessionFileError", "load_directory"]
+
+_RETRIES = 4
+
+
+class SessionFileError(SnapshotError):
+    """A session directory's file breaks a rule; ``path`` names the file and the place in it."""
+
+
+@dataclass
+class Loaded:
+    """One whole generation, parsed and cross-checked."""
+
+    manifest: Manifest
+    graph: ContextGraph
+    resolver: Resolver
+    runner: Runner | None
+    ledger: RunLedger | None
+    raw: dict[str, bytes]
+
+
+def _read_plain(directory: Path, name: str) -> bytes:
+    if os.sep in name or name in {".", ".."} or "/" in name:
+        raise SessionFileError(name, repr(name), "names in a session directory are plain file names")
+    path = directory / name
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+    except FileNotFoundError:
+        raise
+    except OSError as exc:
+        raise SessionFileError(
+            name, exc.strerror or "unreadable", "a companion is a regular file inside the directory, not a symlink"
+        ) from None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise SessionFileError(name, "not a regular file", "a companion is a regular file")
+        chunks = []
+        while chunk := os.read(fd, 1 << 20):
+            chunks.append(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
+def _read_generation(directory: Path, generation: int) -> tuple[Manifest, dict[str, bytes]]:
+    name = manifest_name(generation)
+    data = _read_plain(directory, name)
+    try:
+        manifest = parse_manifest(loads(data), generation)
+    except SnapshotError as exc:
+        raise SessionFileError(f"{name}:{exc.path}", exc.found, exc.rule) from None
+    raw = {"manifest": data}
+    for kind, companion in manifest.companions().items():
+        raw[kind] = _read_plain(directory, companion.name)  # every file opened before anything is parsed
+    for kind, companion in manifest.companions().items():
+        if sha256_hex(raw[kind]) != companion.sha256 or len(raw[kind]) != companion.bytes:
+            raise SessionFileError(
+                f"{name}:{kind}.sha256",
+                f"{companion.name} has different content",
+                "a companion's bytes hash to the digest its manifest records",
+            )
+    return manifest, raw
+
+
+def load_directory(directory: Path, *, registry: TaskRegistry | None = None) -> Loaded:
+    """Load the newest whole generation of ``directory``."""
+    if not directory.is_dir():
+        raise SessionError(f"{directory} is not a session directory")
+    for attempt in range(_RETRIES + 1):
+        generation = latest_generation(directory)
+        if generation == 0:
+            raise SessionError(f"{directory} holds no session manifest (session-NNNNNN.json)")
+        try:
+            manifest, raw = _read_generation(directory, generation)
+            break
+        except FileNotFoundError:
+            # Retry only when a sweep took the file because the directory moved on meanwhile.
+            if latest_generation(directory) == generation or attempt == _RETRIES:
+                raise SessionError(f"generation {generation} of {directory} names a file that does not exist") from None
+    return _parse(directory, manifest, raw, registry)
+
+
+def _in_file(name: str, exc: SnapshotError) -> SessionFileError:
+    return SessionFileError(f"{name}:{exc.path}", exc.found, exc.rule)
+
+
+def _parse(directory: Path, manifest: Manifest, raw: dict[str, bytes], registry: TaskRegistry | None) -> Loaded:
+    try:
+        graph = load_graph(raw["graph"])
+    except SnapshotError as exc:
+        raise _in_file(manifest.graph.name, exc) from None
+    try:
+        resolver = load_resolver(raw["resolver"], graph)
+    except SnapshotError as exc:
+        raise _in_file(manifest.resolver.name, exc) from None
+    runner = ledger = None
+    if manifest.execution is not None and manifest.runledger is not None:
+        try:
+            ledger = RunLedger.load(raw["runledger"], expect_head=manifest.ledger_head)
+        except SnapshotError as exc:
+            raise _in_file(manifest.runledger.name, exc) from None
+        if registry is None:
+            raise SessionError(
+                f"{directory} holds an execution plan; load it with the deployment's registry (keys are looked up "
+                "there, never imported)"
+            )
+        try:
+            runner = restore_runner(loads(raw["execution"]), graph, registry, ledger=ledger)
+        except SnapshotError as exc:
+            raise _in_file(manifest.execution.name, exc) from None
+        _check_ledger(manifest, runner, ledger, graph)
+    return Loaded(manifest, graph, resolver, runner, ledger, raw)
+
+
+def _check_ledger(manifest: Manifest, runner: Runner, ledger: RunLedger, graph: ContextGraph) -> None:
+    name = manifest.runledger.name if manifest.runledger else "runledger"
+    for index, entry in enumerate(ledger.entries):
+        where = f"{name}:entries[{index}]"
+        if entry.task is not None and entry.task not in runner.tasks:
+            raise SessionFileError(f"{where}.task", repr(entry.task), "every entry names a task the plan holds")
+        if entry.round > runner.round:
+            raise SessionFileError(
+                f"{where}.round", str(entry.round), f"no entry lies in a round the plan never reached ({runner.round})"
+            )
+        if entry.decision_id is not None and entry.decision_id not in graph:
+            raise SessionFileError(f"{where}.decision_id", repr(entry.decision_id), "a cited id exists in the graph")
+        if entry.receipt is not None:
+            cited = [entry.receipt.get("ground", {}).get("assumption_id"), entry.receipt.get("evidence_id")]
+            cited += [item.get("id") for item in entry.receipt.get("invalidated", [])]
+            for node_id in cited:
+                if not isinstance(node_id, str) or node_id not in graph:
+                    raise SessionFileError(f"{where}.receipt", repr(node_id), "a receipt cites ids of the graph")

@@ -1,0 +1,270 @@
+"""A Session: one graph, its resolver, walker settings and (optionally) an execution plan, on disk.
+
+Writers work by compare-and-swap: a session remembers the generation it loaded; ``commit`` writes
+the next one only if the directory is still there, otherwise :class:`CommitConflictError`.
+``apply`` wraps a *re-playable* mutation (a function of the session): it runs it, commits, and
+on a conflict reloads the newer generation and runs it again, a bounded number of times.
+
+Checkpoint policies for long-lived servers: ``every-ask`` (commit after each question: nothing a
+client taught the graph is lost), ``on-exit`` (commit once on a clean close), ``never`` (serve a
+directory you do not own). A conflict or lock contention counts as a skipped commit whose work
+stays pending; the counters are visible through :meth:`Session.describe`.
+
+``refresh`` lets a long-lived reader notice another writer's commit with one ``stat`` and reload.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+from contextmesh.errors import SessionError
+from contextmesh.execution.plan import Runner
+from contextmesh.execution.registry import TaskRegistry
+from contextmesh.execution.snapshot import dump_runner
+from contextmesh.formats.graph_file import dump_graph
+from contextmesh.formats.ledger import RunLedger
+from contextmesh.formats.resolver_file import dump_resolver
+from contextmesh.graph import ContextGraph
+from contextmesh.resolve import Resolver
+from contextmesh.session.commit import CommitConflictError, commit_generation, latest_generation
+from contextmesh.session.layout import Companion, Manifest, manifest_name
+from contextmesh.session.load import load_directory
+from contextmesh.session.lock import SessionLockedError
+from contextmesh.traverse import FlatBaseline, Walk, Walker, WalkerSettings
+
+__all__ = ["POLICIES", "Session"]
+
+POLICIES = ("every-ask", "on-exit", "never")
+T = TypeVar("T")
+_PLACEHOLDER = Companion("graph-" + "0" * 64 + ".json", "0" * 64, 0)
+
+
+class Session:
+    """A graph that outlives the process (or, without a directory, one that does not)."""
+
+    def __init__(
+        self,
+        graph: ContextGraph,
+        resolver: Resolver,
+        *,
+        directory: Path | None = None,
+        session_id: str | None = None,
+        generation: int = 0,
+        rounds: int = 0,
+        settings: WalkerSettings | None = None,
+        corpus: str | None = None,
+        runner: Runner | None = None,
+        registry: TaskRegistry | None = None,
+        flat: FlatBaseline | None = None,
+        policy: str = "every-ask",
+    ) -> None:
+        if policy not in POLICIES:
+            raise SessionError(f"checkpoint policy {policy!r} is not one of {list(POLICIES)}")
+        self.graph = graph
+        self.resolver = resolver
+        self.directory = directory
+        self.session_id = session_id or str(uuid.uuid4())
+        self.generation = generation
+        self.rounds = rounds
+        self.settings = settings or WalkerSettings()
+        self.corpus = corpus
+        self.runner = runner
+        self.registry = registry
+        self.flat = flat
+        self.policy = policy
+        self.walker = Walker(graph, resolver, settings=self.settings, flat=flat)
+        self.pending = 0
+        self.commits = 0
+        self.contended = 0
+        self.conflicts = 0
+        self.bytes_written = 0
+
+    # -- creating and loading -------------------------------------------------------------
+
+    @classmethod
+    def create(cls, directory: Path, session: Session) -> Session:
+        """Write ``session`` as generation 1 of a new (empty or absent) directory."""
+        directory.mkdir(parents=True, exist_ok=True)
+        if any(directory.iterdir()):
+            raise SessionError(f"{directory} is not empty; a new session needs an empty directory")
+        session.directory = directory
+        session.generation = 0
+        session.commit()
+        return session
+
+    @classmethod
+    def load(
+        cls,
+        directory: Path,
+        *,
+        registry: TaskRegistry | None = None,
+        flat: FlatBaseline | None = None,
+        policy: str = "every-ask",
+    ) -> Session:
+        """Load the newest whole generation of ``directory`` (untrusted input, fully checked)."""
+        loaded = load_directory(directory, registry=registry)
+        manifest = loaded.manifest
+        session = cls(
+            loaded.graph,
+            loaded.resolver,
+            directory=directory,
+            session_id=manifest.session_id,
+            generation=manifest.generation,
+            rounds=manifest.rounds,
+            settings=manifest.walker,
+            corpus=manifest.corpus,
+            runner=loaded.runner,
+            registry=registry,
+            flat=flat,
+            policy=policy,
+        )
+        return session
+
+    # -- committing -------------------------------------------------------------------------
+
+    @property
+    def persistent(self) -> bool:
+        """True when the session has a directory and a policy that writes to it."""
+        return self.directory is not None and self.policy != "never"
+
+    def companions(self) -> dict[str, bytes]:
+        """The bytes of every companion of the current state."""
+        files = {"graph": dump_graph(self.graph), "resolver": dump_resolver(self.resolver)}
+        if self.runner is not None:
+            files["execution"] = dump_runner(self.runner)
+            files["runledger"] = self.runner.ledger.dump()
+        return files
+
+    def commit(self, *, lock_wait: float = 2.0) -> int:
+        """Publish the next generation if the directory is still at the one this session loaded."""
+        if self.directory is None:
+            raise SessionError("this session has no directory (an ephemeral demo); save it with --save DIR first")
+        head = self.runner.ledger.head if self.runner is not None else None
+        draft = Manifest(
+            self.session_id,
+            self.generation + 1,
+            self.rounds,
+            self.settings,
+            self.corpus,
+            _PLACEHOLDER,
+            _PLACEHOLDER,
+            None,
+            None,
+            head,
+        )
+        published, written = commit_generation(
+            self.directory, loaded=self.generation, companions=self.companions(), manifest=draft, lock_wait=lock_wait
+        )
+        self.generation = published.generation
+        self.bytes_written += written
+        self.commits += 1
+        self.pending = 0
+        return self.generation
+
+    def apply(self, mutate: Callable[[Session], T], *, retries: int = 3) -> T:
+        """Run a re-playable mutation and commit it; on a conflict reload and run it again."""
+        result = mutate(self)
+        for attempt in range(retries + 1):
+            try:
+                self.commit()
+                return result
+            except CommitConflictError:
+                self.conflicts += 1
+                if attempt == retries:
+                    raise
+                self._adopt(Session.load(self._dir(), registry=self.registry, flat=self.flat, policy=self.policy))
+                result = mutate(self)
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _dir(self) -> Path:
+        if self.directory is None:
+            raise SessionError("this session has no directory")
+        return self.directory
+
+    def _adopt(self, other: Session) -> None:
+        for name in ("graph", "resolver", "generation", "rounds", "settings", "corpus", "runner", "session_id"):
+            setattr(self, name, getattr(other, name))
+        self.walker = Walker(self.graph, self.resolver, settings=self.settings, flat=self.flat)
+
+    def refresh(self) -> bool:
+        """Reload when another writer committed a newer generation (one ``stat``); True if it did."""
+        if self.directory is None:
+            return False
+        if not (self.directory / manifest_name(self.generation + 1)).exists():
+            return False
+        self._adopt(Session.load(self.directory, registry=self.registry, flat=self.flat, policy=self.policy))
+        return True
+
+    # -- asking, with the checkpoint policy --------------------------------------------------
+
+    def ask(self, question: str, **options: Any) -> Walk:
+        """Walk a question; under ``every-ask`` commit what it taught (telemetry, learned aliases)."""
+        walk = self.walker.ask(question, **options)
+        self.pending += 1
+        if self.policy == "every-ask" and self.directory is not None:
+            self.checkpoint()
+        return walk
+
+    def checkpoint(self) -> bool:
+        """Commit pending work; a conflict or a held lock is a skipped commit (the work stays pending)."""
+        if not self.persistent or not self.pending:
+            return False
+        try:
+            self.commit(lock_wait=0.5)
+        except SessionLockedError:
+            self.contended += 1
+            return False
+        except CommitConflictError:
+            self.conflicts += 1
+            return False
+        return True
+
+    def close(self) -> None:
+        """Commit pending work unless the policy is ``never``."""
+        if self.policy != "never":
+            self.checkpoint()
+
+    def describe(self) -> dict[str, Any]:
+        """What is served, whether it persists, and the commit counters."""
+        live = self.graph.type_counts()
+        total = self.graph.type_counts(live_only=False)
+        return {
+            "directory": None if self.directory is None else str(self.directory),
+            "persistent": self.persistent,
+            "session_id": self.session_id,
+            "generation": self.generation,
+            "latest_on_disk": None if self.directory is None else latest_generation(self.directory),
+            "rounds": self.rounds,
+            "policy": self.policy,
+            "walker": self.settings.to_dict(),
+            "nodes_live": sum(live.values()),
+            "nodes_total": sum(total.values()),
+            "node_types_live": live,
+            "edges_live": sum(self.graph.edge_counts().values()),
+            "edges_total": len(self.graph.edges),
+            "assumptions": len(self.graph.assumptions),
+            "plan": None
+            if self.runner is None
+            else {"name": self.runner.plan, "round": self.runner.round, "states": self.runner.states()},
+            "ledger": None
+            if self.runner is None
+            else {
+                "entries": len(self.runner.ledger),
+                "head": self.runner.ledger.head,
+                "verified": self.runner.ledger.verify(),
+            },
+            "checkpoints": {
+                "pending": self.pending,
+                "commits": self.commits,
+                "contended": self.contended,
+                "conflicts": self.conflicts,
+            },
+        }
+
+    @property
+    def ledger(self) -> RunLedger | None:
+        """The run ledger, when the session holds a plan."""
+        return None if self.runner is None else self.runner.ledger

@@ -1,0 +1,440 @@
+"""``tools/verify_runledger.py``: an independent, standard-library-only verifier of the ledger file.
+
+It was written from ``docs/formats/runledger-v2.md`` alone. These tests run it as a program on the
+demo's ledger and on tampered copies, check it agrees with the reference loader (same verdict,
+same path) case by case, check its RFC 8785 against the ``rfc8785`` package, and check by AST that
+it imports nothing but the standard library.
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import importlib.util
+import json
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+import rfc8785
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from contextmesh.canonical import loads
+from contextmesh.demo.execute import run_walkthrough
+from contextmesh.errors import InputError
+from contextmesh.formats.ledger import RunLedger
+
+ROOT = Path(__file__).resolve().parents[1]
+VERIFIER = ROOT / "tools" / "verify_runledger.py"
+SPEC = ROOT / "docs" / "formats" / "runledger-v2.md"
+
+
+def _load_verifier() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("verify_runledger", VERIFIER)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+verifier = _load_verifier()
+
+
+@pytest.fixture(scope="module")
+def demo() -> RunLedger:
+    return run_walkthrough().runner.ledger
+
+
+@pytest.fixture(scope="module")
+def demo_bytes(demo: RunLedger) -> bytes:
+    return demo.dump()
+
+
+def _run(path: Path, *extra: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, str(VERIFIER), str(path), *extra], capture_output=True, text=True, check=False, cwd=ROOT
+    )
+
+
+def _encode(doc: Any) -> bytes:
+    return json.dumps(doc, ensure_ascii=False, sort_keys=True, separators=(",", ":")).encode() + b"\n"
+
+
+# -- the program ------------------------------------------------------------------------------
+
+
+def test_demo_ledger_verifies_with_the_same_head(demo: RunLedger, demo_bytes: bytes, tmp_path: Path) -> None:
+    path = tmp_path / "runledger.json"
+    path.write_bytes(demo_bytes)
+    result = _run(path)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == f"ok {len(demo)} entries head {demo.head}"
+    assert len(demo) == 29
+
+
+def test_demo_ledger_verifies_against_its_trusted_head(demo: RunLedger, demo_bytes: bytes, tmp_path: Path) -> None:
+    path = tmp_path / "runledger.json"
+    path.write_bytes(demo_bytes)
+    assert _run(path, "--expect-head", demo.head).returncode == 0
+    other = _run(path, "--expect-head", "f" * 64)
+    assert other.returncode == 1
+    assert "head" in other.stderr and "trusted head" in other.stderr
+
+
+def _edit_detail(doc: dict[str, Any]) -> None:
+    doc["entries"][3]["detail"] += "!"
+
+
+def _delete(doc: dict[str, Any]) -> None:
+    del doc["entries"][5]
+
+
+def _swap(doc: dict[str, Any]) -> None:
+    entries = doc["entries"]
+    entries[2], entries[3] = entries[3], entries[2]
+
+
+def _truncate(doc: dict[str, Any]) -> None:
+    del doc["entries"][-2:]
+
+
+def _edit_receipt(doc: dict[str, Any]) -> None:
+    doc["entries"][10]["receipt"]["blast_radius"] -= 1
+
+
+def _v1(doc: dict[str, Any]) -> None:
+    doc["version"] = 1
+
+
+PROGRAM_CASES: dict[str, tuple[Callable[[dict[str, Any]], None], str]] = {
+    "edited detail": (_edit_detail, "entries[3].digest"),
+    "deleted entry": (_delete, "entries[5].seq"),
+    "swapped entries": (_swap, "entries[2].seq"),
+    "truncated list": (_truncate, "head"),
+    "edited receipt": (_edit_receipt, "entries[10].digest"),
+    "original project's v1": (_v1, "version"),
+}
+
+
+@pytest.mark.parametrize("name", list(PROGRAM_CASES))
+def test_tampered_copy_exits_1_naming_the_place(name: str, demo_bytes: bytes, tmp_path: Path) -> None:
+    change, where = PROGRAM_CASES[name]
+    doc = json.loads(demo_bytes)
+    change(doc)
+    path = tmp_path / "tampered.json"
+    path.write_bytes(_encode(doc))
+    result = _run(path)
+    assert result.returncode == 1
+    assert result.stdout == ""
+    assert f"refused at {where}:" in result.stderr
+
+
+def test_duplicate_key_exits_1(demo_bytes: bytes, tmp_path: Path) -> None:
+    path = tmp_path / "dup.json"
+    path.write_bytes(demo_bytes.replace(b'"round":1,', b'"round":1,"round":1,', 1))
+    result = _run(path)
+    assert result.returncode == 1
+    assert "refused at entries[0]:" in result.stderr and "'round' twice" in result.stderr
+
+
+def test_unreadable_file_exits_1(tmp_path: Path) -> None:
+    assert _run(tmp_path / "missing.json").returncode == 1
+
+
+def test_malformed_expect_head_is_a_usage_error(demo_bytes: bytes, tmp_path: Path) -> None:
+    path = tmp_path / "runledger.json"
+    path.write_bytes(demo_bytes)
+    assert _run(path, "--expect-head", "ABC").returncode == 2
+
+
+def _reforge(data: bytes) -> bytes:
+    """Rewrite every entry (with an edit) through a fresh ledger: a perfect, different chain."""
+    forged = RunLedger()
+    for entry in loads(data)["entries"]:
+        forged.record(
+            entry["event"],
+            round=entry["round"],
+            task=entry["task"],
+            decision_id=entry["decision_id"],
+            key=entry["key"],
+            detail=entry["detail"].replace("argon2", "scrypt"),
+            receipt=entry["receipt"],
+            run=entry["run"],
+        )
+    return forged.dump()
+
+
+def test_wholly_reforged_chain_passes_unless_a_trusted_head_is_given(
+    demo: RunLedger, demo_bytes: bytes, tmp_path: Path
+) -> None:
+    forged = _reforge(demo_bytes)
+    assert forged != demo_bytes
+    path = tmp_path / "forged.json"
+    path.write_bytes(forged)
+    # That a re-forged chain verifies on its own is what a hash chain is, not a hole.
+    assert _run(path).returncode == 0
+    refused = _run(path, "--expect-head", demo.head)
+    assert refused.returncode == 1
+    assert "refused at head:" in refused.stderr
+
+
+# -- agreement with the reference loader, in process ---------------------------------------------
+
+
+def _raw(old: bytes, new: bytes) -> Callable[[bytes], bytes]:
+    def change(data: bytes) -> bytes:
+        assert old in data
+        return data.replace(old, new, 1)
+
+    return change
+
+
+def _doc(change: Callable[[dict[str, Any]], Any]) -> Callable[[bytes], bytes]:
+    def apply(data: bytes) -> bytes:
+        doc = json.loads(data)
+        change(doc)
+        return _encode(doc)
+
+    return apply
+
+
+def _rechain_after(index: int, field: str, value: Any) -> Callable[[dict[str, Any]], None]:
+    """Edit an entry and recompute its digest only (the next entry's previous then disagrees)."""
+
+    def change(doc: dict[str, Any]) -> None:
+        entry = doc["entries"][index]
+        entry[field] = value
+        entry["digest"] = verifier.entry_digest(entry)
+
+    return change
+
+
+AGREEMENT_CASES: dict[str, Callable[[bytes], bytes]] = {
+    "valid": lambda data: data,
+    "reformatted with spaces and \\u escapes": lambda data: json.dumps(json.loads(data), indent=1).encode(),
+    "edited detail": _doc(_edit_detail),
+    "edited event": _doc(lambda d: d["entries"][1].update(event="executed")),
+    "edited round": _doc(lambda d: d["entries"][0].update(round=2)),
+    "edited receipt": _doc(_edit_receipt),
+    "edited run id": _doc(lambda d: d["entries"][0].update(run={"flow_run_id": "f", "task_run_id": None})),
+    "edit with its digest recomputed": _doc(_rechain_after(4, "detail", "forged")),
+    "last entry edited, digest recomputed": _doc(_rechain_after(28, "detail", "forged")),
+    "deleted entry": _doc(_delete),
+    "swapped entries": _doc(_swap),
+    "truncated list": _doc(_truncate),
+    "empty list, old head": _doc(lambda d: d.update(entries=[])),
+    "empty list, genesis head": _doc(lambda d: d.update(entries=[], head="0" * 64)),
+    "duplicate key in an entry": _raw(b'"round":1,', b'"round":1,"round":1,'),
+    "duplicate key at the top": _raw(b'"version":2', b'"version":2,"version":2'),
+    "duplicate key in a receipt": _raw(b'"blast_radius":8', b'"blast_radius":8,"blast_radius":8'),
+    "unknown entry field": _doc(lambda d: d["entries"][2].update(extra=None)),
+    "unknown top-level field": _doc(lambda d: d.update(extra=1)),
+    "unknown run field": _doc(lambda d: d["entries"][0].update(run={"flow_run_id": None, "task_run_id": None, "x": 1})),
+    "missing entry field": _doc(lambda d: d["entries"][2].pop("detail")),
+    "missing head": _doc(lambda d: d.pop("head")),
+    "missing run field": _doc(lambda d: d["entries"][0].update(run={"flow_run_id": None})),
+    "wrong schema": _doc(lambda d: d.update(schema="contextmesh.graph")),
+    "missing schema": _doc(lambda d: d.pop("schema")),
+    "v1": _doc(_v1),
+    "v3": _doc(lambda d: d.update(version=3)),
+    "boolean version": _doc(lambda d: d.update(version=True)),
+    "float seq": _raw(b'"seq":1,', b'"seq":1.0,'),
+    "boolean round": _doc(lambda d: d["entries"][0].update(round=True)),
+    "negative round": _doc(lambda d: d["entries"][0].update(round=-1)),
+    "unknown event": _doc(lambda d: d["entries"][0].update(event="teleported")),
+    "empty task": _doc(lambda d: d["entries"][0].update(task="")),
+    "numeric key": _doc(lambda d: d["entries"][0].update(key=7)),
+    "null detail": _doc(lambda d: d["entries"][0].update(detail=None)),
+    "receipt on an executed entry": _doc(lambda d: d["entries"][0].update(receipt={})),
+    "disproved without a receipt": _doc(lambda d: d["entries"][10].update(receipt=None)),
+    "receipt as a list": _doc(lambda d: d["entries"][10].update(receipt=[])),
+    "run as text": _doc(lambda d: d["entries"][0].update(run="f")),
+    "empty run id": _doc(lambda d: d["entries"][0].update(run={"flow_run_id": "", "task_run_id": None})),
+    "upper-case digest": _doc(lambda d: d["entries"][0].update(digest=d["entries"][0]["digest"].upper())),
+    "short previous": _doc(lambda d: d["entries"][0].update(previous="0" * 63)),
+    "malformed head": _doc(lambda d: d.update(head="xyz")),
+    "entries as an object": _doc(lambda d: d.update(entries={})),
+    "entry as a list": _doc(lambda d: d["entries"].__setitem__(0, [])),
+    "top level is a list": lambda data: b"[]",
+    "NaN": _raw(b'"round":1,', b'"round":NaN,'),
+    "overflowing number": _raw(b'"round":1,', b'"round":1e400,'),
+    "integer beyond 2**53": _raw(b'"round":1,', b'"round":9007199254740992,'),
+    "unpaired surrogate": _raw(b'"detail":"output', b'"detail":"\\ud800output'),
+    "byte-order mark": lambda data: b"\xef\xbb\xbf" + data,
+    "not UTF-8": _raw(b"\xe2\x80\x94", b"\xe2\x80"),
+    "not JSON": lambda data: data[:-5],
+}
+
+
+ACCEPTED = {"valid", "reformatted with spaces and \\u escapes", "empty list, genesis head"}
+
+
+def _reference(data: bytes, expect_head: str | None = None) -> str | None:
+    try:
+        RunLedger.load(data, expect_head=expect_head)
+    except InputError as exc:
+        return exc.path
+    return None
+
+
+def _independent(data: bytes, expect_head: str | None = None) -> str | None:
+    try:
+        verifier.verify_bytes(data, expect_head)
+    except verifier.Refusal as exc:
+        return str(exc.path)
+    return None
+
+
+@pytest.mark.parametrize("name", list(AGREEMENT_CASES))
+def test_verifier_agrees_with_the_reference_loader(name: str, demo_bytes: bytes) -> None:
+    data = AGREEMENT_CASES[name](demo_bytes)
+    expected = _reference(data)
+    assert _independent(data) == expected
+    assert (expected is None) == (name in ACCEPTED)
+
+
+def test_verifier_and_reference_agree_on_the_trusted_head(demo: RunLedger, demo_bytes: bytes) -> None:
+    forged = _reforge(demo_bytes)
+    assert _independent(forged) is None and _reference(forged) is None
+    assert _independent(forged, demo.head) == _reference(forged, demo.head) == "head"
+    assert verifier.verify_bytes(demo_bytes, demo.head) == (29, demo.head)
+
+
+def test_every_demo_digest_recomputes_independently(demo: RunLedger) -> None:
+    for entry in demo.entries:
+        assert verifier.entry_digest(entry.to_dict()) == entry.digest
+
+
+def test_the_specs_worked_example_is_right() -> None:
+    ledger = RunLedger()
+    ledger.record(
+        "executed",
+        round=1,
+        task="hashing",
+        decision_id="decision:auth-hashing-v1",
+        key="auth.hash.argon2.v1",
+        detail="output 0a8e",
+    )
+    ledger.record(
+        "disproved",
+        round=2,
+        task="hashing",
+        decision_id="decision:auth-hashing-v1",
+        key="auth.audit.v1",
+        detail='argon2-cffi — "CVE"\n',
+        receipt={"reason": "CVE", "blast_radius": 1},
+        run={"flow_run_id": "f-1", "task_run_id": None},
+    )
+    spec = SPEC.read_text(encoding="utf-8")
+    for entry in ledger.entries:
+        fields = {k: v for k, v in entry.to_dict().items() if k != "digest"}
+        assert verifier.canonical_bytes(fields).decode() in spec
+        assert hashlib.sha256(verifier.canonical_bytes(fields)).hexdigest() == entry.digest
+        assert entry.digest in spec
+    assert verifier.verify_bytes(ledger.dump()) == (2, ledger.head)
+
+
+# -- RFC 8785 -----------------------------------------------------------------------------------
+
+FLOATS = [
+    0.0,
+    -0.0,
+    1.0,
+    -1.5,
+    0.1,
+    1e-6,
+    1e-7,
+    1.5e-7,
+    123e-9,
+    1e20,
+    1e21,
+    1.2345678901234568e20,
+    9007199254740993.0,
+    5e-324,
+    1.7976931348623157e308,
+    333333333.3333333,
+    1e16,
+    0.000001234,
+    4.35,
+    2**53 * 1.0,
+]
+
+
+@pytest.mark.parametrize("value", FLOATS, ids=repr)
+def test_floats_are_written_as_ecmascript_writes_them(value: float) -> None:
+    assert verifier.canonical_bytes(value) == rfc8785.dumps(value)
+
+
+def test_non_finite_floats_are_refused() -> None:
+    for value in (float("nan"), float("inf"), -float("inf")):
+        with pytest.raises(ValueError, match="no JSON form"):
+            verifier.canonical_bytes(value)
+
+
+def test_keys_sort_by_utf16_code_units() -> None:
+    # U+1F600 is the surrogate pair D83D DE00, so it sorts before U+E000 and U+FFFF.
+    value = {"\ue000": 1, "\U0001f600": 2, "\uffff": 3, "b": 4, "a": 5, "": 6, "\u00e9": 7}
+    assert verifier.canonical_bytes(value) == rfc8785.dumps(value)
+    assert verifier.canonical_bytes(value).decode().index("\U0001f600") < verifier.canonical_bytes(value).decode().index(
+        "\ue000"
+    )
+
+
+def test_string_escaping_follows_rfc8785() -> None:
+    text = "".join(chr(c) for c in range(0x30)) + '"\\/\x7f\u2028é😀'
+    assert verifier.canonical_bytes(text) == rfc8785.dumps(text)
+    assert verifier.canonical_bytes("\x1f") == b'"\\u001f"'
+
+
+JSON = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(2**53) + 1, max_value=2**53 - 1)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(),
+    lambda children: st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=6), children, max_size=4),
+    max_leaves=20,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(JSON)
+def test_canonical_bytes_match_the_rfc8785_package(value: Any) -> None:
+    assert verifier.canonical_bytes(value) == rfc8785.dumps(value)
+
+
+# -- standard library only ----------------------------------------------------------------------
+
+
+def test_verifier_imports_only_the_standard_library() -> None:
+    tree = ast.parse(VERIFIER.read_text(encoding="utf-8"))
+    imported: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            imported.update(alias.name.split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            assert node.level == 0, "no relative imports"
+            assert node.module is not None
+            imported.add(node.module.split(".")[0])
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+            assert node.func.id not in {"__import__", "eval", "exec"}
+    assert imported, "the parse found the imports"
+    assert not imported & {"contextmesh", "orjson", "rfc8785", "importlib"}
+    outside = {name for name in imported if name not in sys.stdlib_module_names and name != "__future__"}
+    assert outside == set()
+
+
+def test_verifier_runs_with_contextmesh_unimportable(demo_bytes: bytes, tmp_path: Path) -> None:
+    # -I: isolated mode, no site-packages or user site, no PYTHONPATH: only the standard library.
+    path = tmp_path / "runledger.json"
+    path.write_bytes(demo_bytes)
+    result = subprocess.run(
+        [sys.executable, "-I", "-S", str(VERIFIER), str(path)], capture_output=True, text=True, check=False, cwd=tmp_path
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith("ok 29 entries head ")
