@@ -13,11 +13,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from contextmesh.canonical import file_bytes
-from contextmesh.errors import ContextMeshError
+from contextmesh.errors import ContextMeshError, SessionError
 from contextmesh.ontology import ONTOLOGY, graph_md_path
 
 if TYPE_CHECKING:
     from contextmesh.demo.knowledge import DemoWorld
+    from contextmesh.session.session import Session
 
 __all__ = ["main"]
 
@@ -63,8 +64,15 @@ def _ask(args: argparse.Namespace) -> tuple[Any, str]:
     from contextmesh.render import render_as_of, render_walk  # noqa: PLC0415
     from contextmesh.temporal import explain_as_of  # noqa: PLC0415
 
-    world = _world(args)
     policy = tuple(p for p in args.policy.split(",") if p) if args.policy else None
+    if args.session is not None:
+        session = _open(args)
+        if args.as_of:
+            explained = explain_as_of(session.graph, session.resolver, args.question, args.as_of, flat=session.flat)
+            return explained.to_dict(), render_as_of(explained)
+        walk = session.ask(args.question, policy=policy)
+        return walk.to_dict(), render_walk(walk) + f"\n(session generation {session.generation})"
+    world = _world(args)
     if args.as_of:
         explained = explain_as_of(world.graph, world.result.resolver, args.question, args.as_of, flat=world.walker.flat)
         return explained.to_dict(), render_as_of(explained)
@@ -135,19 +143,41 @@ def render_lineage_text(world: DemoWorld, assumption_id: str) -> str:
     return render_lineage(AssumptionLedger(world.graph), assumption_id)
 
 
+def _open(args: argparse.Namespace) -> Session:
+    from contextmesh.demo.session import open_demo_session  # noqa: PLC0415
+
+    return open_demo_session(args.session, feed=getattr(args, "feed", None))
+
+
 def _health(args: argparse.Namespace) -> tuple[Any, str]:
     from contextmesh.health import check  # noqa: PLC0415
     from contextmesh.render import render_health  # noqa: PLC0415
 
+    if args.session is not None:
+        session = _open(args)
+        report = check(session.graph, session.resolver, session.walker, rounds=session.rounds)
+        return report.to_dict(), render_health(report)
     world = _world(args)
     report = check(world.graph, world.result.resolver, world.walker, rounds=world.rounds)
     return report.to_dict(), render_health(report)
 
 
 def _invalidate(args: argparse.Namespace) -> tuple[Any, str]:
-    from contextmesh.demo.knowledge import break_sizing_assumption  # noqa: PLC0415
-    from contextmesh.render import render_invalidation  # noqa: PLC0415
+    from contextmesh.assumptions import AssumptionLedger  # noqa: PLC0415
+    from contextmesh.demo.knowledge import break_in_graph, break_sizing_assumption, load_demo  # noqa: PLC0415
+    from contextmesh.render import render_invalidation, render_lineage  # noqa: PLC0415
 
+    if args.session is not None:
+        session = _open(args)
+        _, sidecar = load_demo()
+        if args.dry_run:
+            report = break_in_graph(session.graph, sidecar, dry_run=True)
+            return report.to_dict(), render_invalidation(report, dry_run=True)
+        report = session.apply(lambda s: break_in_graph(s.graph, sidecar))
+        text = (
+            render_invalidation(report) + "\n" + render_lineage(AssumptionLedger(session.graph), report.assumption_id)
+        )
+        return report.to_dict(), text + f"\n(session generation {session.generation})"
     world = _world(args)
     report = break_sizing_assumption(world, dry_run=args.dry_run)
     text = render_invalidation(report, dry_run=args.dry_run)
@@ -157,11 +187,16 @@ def _invalidate(args: argparse.Namespace) -> tuple[Any, str]:
 
 
 def _execute(args: argparse.Namespace) -> tuple[Any, str]:
-    from contextmesh.demo.execute import run_walkthrough  # noqa: PLC0415
+    from contextmesh.demo.execute import run_session_walkthrough, run_walkthrough  # noqa: PLC0415
     from contextmesh.execution.executor import InProcessExecutor  # noqa: PLC0415
     from contextmesh.render import render_walkthrough  # noqa: PLC0415
 
-    walk = run_walkthrough(feed=args.feed, executor=InProcessExecutor(width=args.threads))
+    executor = InProcessExecutor(width=args.threads)
+    if args.session is not None:
+        session = _open(args)
+        walk = run_session_walkthrough(session, feed=args.feed, executor=executor)
+        return walk.to_dict(), render_walkthrough(walk) + f"\n(session generation {session.generation})"
+    walk = run_walkthrough(feed=args.feed, executor=executor)
     return walk.to_dict(), render_walkthrough(walk)
 
 
@@ -175,6 +210,39 @@ def _advisory(args: argparse.Namespace) -> tuple[Any, str]:
         advisories = withdraw(args.feed, args.package)
         text = f"withdrew every advisory for {args.package} from {args.feed}"
     return {"feed": str(args.feed), "advisories": advisories}, text
+
+
+def _session_save(args: argparse.Namespace) -> tuple[Any, str]:
+    from contextmesh.demo.session import save_demo_session  # noqa: PLC0415
+
+    session = save_demo_session(args.dir, rounds=args.rounds, feed=args.feed)
+    data = session.describe()
+    return data, f"saved the demo (plan round 1 executed) to {args.dir} as generation {session.generation}"
+
+
+def _session_show(args: argparse.Namespace) -> tuple[Any, str]:
+    args.session = args.dir
+    data = _open(args).describe()
+    lines = [f"SESSION {data['directory']} · id {data['session_id']} · generation {data['generation']}"]
+    lines.append(f"  nodes {data['nodes_live']} live of {data['nodes_total']} · edges {data['edges_live']} live")
+    lines.append(f"  walk rounds {data['rounds']} · walker {data['walker']}")
+    if data["plan"]:
+        lines.append(f"  plan {data['plan']['name']} round {data['plan']['round']}: {data['plan']['states']}")
+        lines.append(
+            f"  ledger {data['ledger']['entries']} entries · head {data['ledger']['head'][:16]}… · "
+            f"chain intact: {data['ledger']['verified']}"
+        )
+    return data, "\n".join(lines)
+
+
+def _session_verify(args: argparse.Namespace) -> tuple[Any, str]:
+    args.session = args.dir
+    session = _open(args)
+    ledger_ok = session.ledger.verify() if session.ledger is not None else True
+    data = {"directory": str(args.dir), "generation": session.generation, "loaded": True, "ledger_verified": ledger_ok}
+    if not ledger_ok:
+        raise SessionError(f"{args.dir}: the run ledger does not verify")
+    return data, f"ok: generation {session.generation} loads whole; ledger verifies"
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -207,6 +275,25 @@ def _parser() -> argparse.ArgumentParser:
     adv.add_argument("--feed", type=Path, required=True, help="the feed file the deployment names")
     adv.add_argument("--json", action="store_true", help="print one JSON document instead of text")
     adv.set_defaults(handler=_advisory)
+    session = commands.add_parser("session", help="save, show or verify a session directory")
+    actions = session.add_subparsers(dest="session_command", required=True, metavar="ACTION")
+    save = actions.add_parser("save", help="save the demo, with its plan executed, as a new session")
+    save.add_argument("--rounds", type=_non_negative, default=8, metavar="N", help="walk rounds before saving")
+    save.set_defaults(handler=_session_save)
+    show = actions.add_parser("show", help="describe a session directory")
+    show.set_defaults(handler=_session_show)
+    verify = actions.add_parser("verify", help="exit 0 only when the directory loads whole and its ledger verifies")
+    verify.set_defaults(handler=_session_verify)
+    for sub in (save, show, verify):
+        sub.add_argument("dir", type=Path, help="the session directory")
+        sub.add_argument("--feed", type=Path, help="the demo advisory feed (default under $CONTEXTMESH_HOME)")
+        sub.add_argument("--json", action="store_true", help="print one JSON document instead of text")
+    for name in ("ask", "health", "invalidate", "execute"):
+        commands.choices[name].add_argument(
+            "--session", type=Path, metavar="DIR", help="work on a saved session and commit through it"
+        )
+    for name in ("ask", "health", "invalidate"):
+        commands.choices[name].add_argument("--feed", type=Path, help=argparse.SUPPRESS)
     for name in ("demo", "ask", "health", "invalidate"):
         commands.choices[name].add_argument(
             "--rounds",

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from contextmesh.assumptions import AssumptionLedger
-from contextmesh.demo.execute import Walkthrough
+from contextmesh.demo.execute import Walkthrough, produced
 from contextmesh.execution.plan import RoundReport
 from contextmesh.health import HealthReport
 from contextmesh.invalidation import InvalidationReport
@@ -140,7 +140,7 @@ def render_walkthrough(walk: Walkthrough, *, urls: dict[int, str] | None = None)
     hashing = runner.tasks["hashing"]
     lines += ["", f"REPAIR hashing → {hashing.worker_key} on new ground: {hashing.assumes}", ""]
     lines += [render_round(walk.third, url=urls.get(walk.third.round)), ""]
-    artefacts = runner.graph.by_type("entity", live_only=False)
+    artefacts = produced(runner.graph)
     lines.append("ARTEFACTS")
     lines.append("  live: " + ", ".join(n.label for n in artefacts if n.live))
     lines.append("  gone: " + (", ".join(n.label for n in artefacts if not n.live) or "none"))

@@ -14,12 +14,15 @@ from typing import Any
 
 from contextmesh.assumptions import AssumptionLedger
 from contextmesh.demo.auth import ADVISORY_TEXT, DEFAULT_KEYS, PLAN_NAME, declare_plan, publish, register_demo
+from contextmesh.errors import ExecutionError
 from contextmesh.execution.executor import Executor
 from contextmesh.execution.plan import RecheckReport, RoundReport, Runner
 from contextmesh.execution.registry import TaskRegistry
 from contextmesh.graph import ContextGraph
+from contextmesh.model import NodeRecord
+from contextmesh.session.session import Session
 
-__all__ = ["REPAIR_GROUND", "Walkthrough", "run_walkthrough"]
+__all__ = ["REPAIR_GROUND", "Walkthrough", "produced", "run_session_walkthrough", "run_walkthrough"]
 
 REPAIR_GROUND = "bcrypt has no open advisory"
 
@@ -39,7 +42,7 @@ class Walkthrough:
     def to_dict(self) -> dict[str, Any]:
         """Plain data for ``--json``."""
         graph = self.runner.graph
-        artefacts = graph.by_type("entity", live_only=False)
+        artefacts = produced(graph)
         return {
             "plan": self.runner.plan,
             "declared": self.declared,
@@ -62,6 +65,11 @@ class Walkthrough:
             "nodes": len(graph),
             "edges": len(graph.edges),
         }
+
+
+def produced(graph: ContextGraph) -> list[NodeRecord]:
+    """The plan's artefacts: entities some decision produces, in insertion order."""
+    return [n for n in graph.by_type("entity", live_only=False) if graph.in_edges(n.id, ("produces",), live_only=False)]
 
 
 def run_walkthrough(
@@ -87,5 +95,48 @@ def run_walkthrough(
     lineage = [
         {"id": r.id, "version": r.version, "status": r.status, "statement": r.statement}
         for r in ledger.lineage(runner.tasks["hashing"].assumption_id)
+    ]
+    return Walkthrough(runner, first, recheck, third, feed, lineage, declared)
+
+
+def run_session_walkthrough(
+    session: Session, *, feed: Path | None = None, executor: Executor | None = None
+) -> Walkthrough:
+    """The same walk-through on a saved session's plan, each step committed through the session.
+
+    A session saved by ``session save`` has run round 1; this publishes the advisory, rechecks,
+    repairs to bcrypt and runs the next round. A session whose plan was already repaired just
+    runs one more round (resume).
+    """
+    from contextmesh.demo.session import default_feed  # noqa: PLC0415 - a sibling module, imported late
+
+    runner = session.runner
+    if runner is None:
+        raise ExecutionError(f"{session.directory} holds no execution plan; create one with `session save`")
+    if executor is not None:
+        runner.executor = executor
+    feed = feed or default_feed()
+    declared = [
+        {"name": t.name, "worker_key": t.worker_key, "assumes": t.assumes, "needs": list(t.needs)}
+        for t in runner.tasks.values()
+    ]
+    first = RoundReport(runner.round, cached=[t.name for t in runner.tasks.values() if t.state.value == "done"])
+    hashing = runner.tasks["hashing"]
+    if hashing.worker_key == DEFAULT_KEYS["argon2"]:
+        publish(feed, "argon2-cffi", ADVISORY_TEXT)
+        recheck = session.apply(lambda s: s.runner.recheck())  # type: ignore[union-attr]
+        session.apply(
+            lambda s: s.runner.repair(  # type: ignore[union-attr]
+                "hashing", assumes=REPAIR_GROUND, worker_key=DEFAULT_KEYS["bcrypt"], produces=["password hasher"]
+            )
+        )
+    else:
+        recheck = RecheckReport(runner.round)
+    third = session.apply(lambda s: s.runner.run())  # type: ignore[union-attr]
+    runner = session.runner
+    assert runner is not None
+    lineage = [
+        {"id": r.id, "version": r.version, "status": r.status, "statement": r.statement}
+        for r in AssumptionLedger(runner.graph).lineage(runner.tasks["hashing"].assumption_id)
     ]
     return Walkthrough(runner, first, recheck, third, feed, lineage, declared)

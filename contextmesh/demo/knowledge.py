@@ -23,7 +23,15 @@ from contextmesh.model import Provenance
 from contextmesh.pipeline import BuildResult, Progress, build
 from contextmesh.traverse import FlatBaseline, Walker, WalkerSettings
 
-__all__ = ["REPLACEMENT", "DemoWorld", "break_sizing_assumption", "build_world", "load_demo", "round_questions"]
+__all__ = [
+    "REPLACEMENT",
+    "DemoWorld",
+    "break_in_graph",
+    "break_sizing_assumption",
+    "build_world",
+    "load_demo",
+    "round_questions",
+]
 
 REPLACEMENT = "Shard count follows the largest tenant's share of the corpus"
 
@@ -114,11 +122,16 @@ def run_rounds(world: DemoWorld, rounds: int) -> None:
 
 def break_sizing_assumption(world: DemoWorld, *, dry_run: bool = False) -> InvalidationReport:
     """Reject the sizing assumption through the postmortem's observation (or only report it)."""
-    graph = world.result.graph
+    return break_in_graph(world.result.graph, world.sidecar, dry_run=dry_run)
+
+
+def break_in_graph(graph: ContextGraph, sidecar: Sidecar, *, dry_run: bool = False) -> InvalidationReport:
+    """The demo's break on any graph built from the demo corpus (a saved session's, too)."""
     ledger = AssumptionLedger(graph)
-    target = world.assumption_ids[world.sidecar.break_assumption]
+    statement = next(a.statement for a in sidecar.assumptions if a.key == sidecar.break_assumption)
+    target = slug(statement, "assumption")
     if dry_run:
         return ledger.blast_radius(target)
-    source_id = next(n.id for n in graph.by_type("source") if n.attrs.get("key") == world.sidecar.break_source)
-    evidence = submit(graph, world.sidecar.break_evidence, source_id, external_id="postmortem-233/observation-1")
+    source_id = next(n.id for n in graph.by_type("source") if n.attrs.get("key") == sidecar.break_source)
+    evidence = submit(graph, sidecar.break_evidence, source_id, external_id="postmortem-233/observation-1")
     return ledger.reject(target, evidence_id=evidence.node.id, replacement=REPLACEMENT, created_by="demo")
