@@ -24,8 +24,8 @@ from contextmesh.execution.registry import TaskRegistry
 from contextmesh.graph import ContextGraph
 
 __all__ = [
-    "WORKER",
     "AUDITOR",
+    "WORKER",
     "Calls",
     "RecordingExecutor",
     "demo_registry",

@@ -89,11 +89,6 @@ def test_a_workers_inputs_are_read_only() -> None:
     assert len(seen) == 1 and runner.tasks["src"].output == {"x": 1}
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG plan.py:339 Runner._call: inputs = {need: self.tasks[need].output} shares the stored output "
-    "object, so a worker that mutates ctx.inputs[need] rewrites the needed task's recorded output",
-)
 def test_a_workers_inputs_are_copies_of_the_outputs_it_needs() -> None:
     registry = TaskRegistry()
     registry.register_worker("src", lambda ctx: {"items": [1, 2]})
@@ -114,7 +109,9 @@ def test_a_workers_inputs_are_copies_of_the_outputs_it_needs() -> None:
 
 
 def _call(name: str, worker: Any, auditor: Any = None) -> TaskCall:
-    return TaskCall("plan", name, 1, None, None, f"{name} holds", f"assumption:{name}", MappingProxyType({}), (), worker, auditor)
+    return TaskCall(
+        "plan", name, 1, None, None, f"{name} holds", f"assumption:{name}", MappingProxyType({}), (), worker, auditor
+    )
 
 
 def test_outcomes_come_back_in_call_order_whatever_order_they_finish_in() -> None:
@@ -249,11 +246,6 @@ def test_a_worker_over_its_timeout_fails_the_task_and_the_next_round_retries_it(
     assert runner.states() == {"s": "done", "after": "done"}
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="GAP plan.py:_commit records str(outcome.error); a TaskTimeoutError's message does not name its type, "
-    "so the ledger's failed detail never says TaskTimeoutError (a raising worker's detail does name its type)",
-)
 def test_a_timeout_failure_detail_names_task_timeout_error() -> None:
     registry = TaskRegistry()
     registry.register_worker("slow", lambda ctx: time.sleep(0.2) or {}, timeout=0.02)

@@ -221,7 +221,7 @@ def test_repairing_a_keyed_task_with_a_bare_run_is_refused(tmp_path: Path) -> No
 def test_repair_with_an_unregistered_key_changes_nothing(tmp_path: Path) -> None:
     runner = walk_to_repair(tmp_path / "feed.json")
     assumptions, entries = dict(runner.graph.assumptions), len(runner.ledger)
-    with pytest.raises(RegistryError, match="auth.hash.scrypt.v1"):
+    with pytest.raises(RegistryError, match=r"auth\.hash\.scrypt\.v1"):
         runner.repair("hashing", assumes="scrypt has no open advisory", worker_key="auth.hash.scrypt.v1")
     assert runner.tasks["hashing"].worker_key == DEFAULT_KEYS["bcrypt"]
     assert dict(runner.graph.assumptions) == assumptions and len(runner.ledger) == entries
@@ -306,11 +306,6 @@ def test_a_plain_auditor_alone_also_stops_a_checkpoint() -> None:
         runner.require_checkpointable()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG plan.py:629-644 Runner.repair: repairing a plain-callable task with worker_key= sets the key but "
-    "keeps task.run, and the executor prefers the callable — the old code runs under the new key",
-)
 def test_repairing_a_plain_task_onto_a_key_runs_the_keyed_worker() -> None:
     registry = TaskRegistry()
     keyed = Calls()
@@ -329,11 +324,6 @@ def test_repairing_a_plain_task_onto_a_key_runs_the_keyed_worker() -> None:
     runner.require_checkpointable()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG plan.py:624 Runner.repair: run= together with worker_key= on a plain-callable task is accepted "
-    "(declaration refuses the pair); the task ends up holding both answers to 'which code is this'",
-)
 def test_repair_with_both_run_and_worker_key_is_refused() -> None:
     runner, _, _, _ = keyed_runner()
 
@@ -412,9 +402,7 @@ def test_the_sibling_rule_follows_declaration_order_not_finish_order() -> None:
         return {"task": ctx.task}
 
     registry.register_worker(WORKER, work)
-    registry.register_auditor(
-        AUDITOR, lambda ctx: ctx.disproved("false") if ctx.task == "second" else ctx.ok("fine")
-    )
+    registry.register_auditor(AUDITOR, lambda ctx: ctx.disproved("false") if ctx.task == "second" else ctx.ok("fine"))
     runner = Runner("plan", ContextGraph(), registry=registry, executor=InProcessExecutor(width=4))
     runner.task("first", worker_key=WORKER, auditor_key=AUDITOR, assumes="shared")
     runner.task("second", worker_key=WORKER, auditor_key=AUDITOR, assumes="shared")

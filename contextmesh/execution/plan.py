@@ -27,6 +27,7 @@ Invariants (``tests/test_plan.py``):
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -336,7 +337,8 @@ class Runner:
         return report
 
     def _call(self, task: Task, evidence: tuple[EvidenceView, ...]) -> TaskCall:
-        inputs = {need: self.tasks[need].output for need in task.needs}
+        # Copies: a worker must not be able to change another task's recorded output.
+        inputs = {need: copy.deepcopy(self.tasks[need].output) for need in task.needs}
         return TaskCall(
             self.plan,
             task.name,
@@ -360,7 +362,8 @@ class Runner:
             verdict = outcome.verdict
             if verdict is not None and verdict.kind == "disproved" and verdict.cite is not None:
                 cited = self.graph.nodes.get(verdict.cite)
-                if cited is None or cited.type != "evidence" or not cited.live:
+                submitted = cited is not None and cited.type == "evidence" and cited.attrs.get("kind") == "observation"
+                if cited is None or not submitted or not cited.live:
                     raise AuditContractError(
                         f"the auditor of '{outcome.task}' cites '{verdict.cite}', which is not live submitted evidence"
                     )
@@ -378,7 +381,7 @@ class Runner:
             )
             return
         if outcome.error is not None:
-            self._fail(task, str(outcome.error), report.failed, run_ref)
+            self._fail(task, f"{type(outcome.error).__name__}: {outcome.error}", report.failed, run_ref)
             return
         task.output = outcome.output
         if outcome.audit_error is not None:
@@ -621,6 +624,10 @@ class Runner:
                 f"task '{task_name}' is {task.state.value} on standing ground; "
                 "repair replaces only stale or failed work"
             )
+        if worker_key is not None and run is not None:
+            raise ExecutionError(
+                f"task '{task_name}': give at most one of worker_key= and run= — they are two answers to 'which code'"
+            )
         if task.worker_key is not None and run is not None:
             raise ExecutionError(
                 f"task '{task_name}' is keyed ('{task.worker_key}'); repairing it with a bare run= would leave its "
@@ -640,10 +647,13 @@ class Runner:
             self.assumptions._link_successor(self.graph.assumptions[old.id], new)
         task.assumption_id, task.assumes = new.id, assumes
         task.worker_key = new_worker
+        if worker_key is not None:
+            task.run = None  # the key now says which code runs; the old callable must not win
         if run is not None:
             task.run = run
         if auditor_key is not None:
             task.auditor_key = auditor_key
+            task.audit = None
         task.produces = products
         if rationale is not None:
             task.rationale = rationale

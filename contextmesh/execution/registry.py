@@ -16,6 +16,7 @@ Invariants (``tests/test_registry.py``; an AST test checks the last one):
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from difflib import get_close_matches
@@ -65,7 +66,12 @@ class TaskRegistry:
             raise RegistryError(f"cannot register {key!r}: {problem}")
         if not callable(fn):
             raise RegistryError(f"cannot register {space} '{key}': {type(fn).__name__} is not callable")
-        if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout <= 0):
+        if timeout is not None and (
+            isinstance(timeout, bool)
+            or not isinstance(timeout, int | float)
+            or not math.isfinite(timeout)
+            or timeout <= 0
+        ):
             raise RegistryError(f"{space} '{key}': a timeout is a positive number of seconds, not {timeout!r}")
         if isinstance(retries, bool) or not isinstance(retries, int) or retries < 0:
             raise RegistryError(f"{space} '{key}': retries is a whole number from 0, not {retries!r}")

@@ -41,7 +41,7 @@ from itertools import accumulate
 from pydantic import JsonValue
 
 from contextmesh import vectors
-from contextmesh.errors import IdentityError
+from contextmesh.errors import IdentityError, InputError
 from contextmesh.graph import ContextGraph
 from contextmesh.ids import AUTO_DECISION_PREFIX, slug
 from contextmesh.model import AssumptionRecord, Provenance
@@ -144,10 +144,11 @@ def generate_graph(
 
     See the module's invariants. Sources, claims, entities and evidence carry a 256-dimensional
     embedding when ``embeddings`` is true; decisions and assumptions are created through paths
-    that take none.
+    that take none. A custom ``ontology`` must define GRAPH.md's six node types; edge recipes
+    whose pair it does not allow are skipped.
     """
     if nodes < 0 or (edges is not None and edges < 0):
-        raise ValueError(f"node and edge counts must not be negative, got nodes={nodes}, edges={edges}")
+        raise InputError("generate_graph", f"nodes={nodes}, edges={edges}", "counts are not negative")
     wanted_edges = 5 * nodes if edges is None else edges
     # S311: reproducible test data wants a seeded generator; nothing here is a secret.
     rng = random.Random(seed)  # noqa: S311
@@ -190,7 +191,7 @@ def plant_closure(graph: ContextGraph, size: int, *, seed: int, embeddings: bool
     seed twice in one graph is refused with :class:`IdentityError`.
     """
     if size < 1:
-        raise ValueError(f"a planted closure has at least one node, got size={size}")
+        raise InputError("plant_closure", f"size={size}", "a planted closure has at least one node")
     rng = random.Random(seed)  # noqa: S311 - reproducible test data, not a secret
     emb_rng = random.Random(rng.getrandbits(64))  # noqa: S311
     existing_sources = [n.id for n in graph.by_type("source", live_only=False)]
@@ -319,7 +320,7 @@ def _add_node(
         decision_id = slug(title + "|1", AUTO_DECISION_PREFIX.rstrip(":"))
         attrs = {"rationale": f"{topic} fits {rng.choice(_PURPOSES)} best", "decision_identity": "auto"}
         return graph._mint_decision(decision_id, title, attrs, provenance).id
-    raise ValueError(f"the generator has no recipe for node type {node_type!r}")
+    raise InputError("generate_graph", f"node type {node_type!r}", f"the generator knows {[t for t, _ in TYPE_MIX]}")
 
 
 def _add_random_edges(graph: ContextGraph, pools: dict[str, list[str]], wanted: int, rng: random.Random) -> None:
