@@ -285,7 +285,7 @@ def _reference(data: bytes, expect_head: str | None = None) -> str | None:
 def _independent(data: bytes, expect_head: str | None = None) -> str | None:
     try:
         verifier.verify_bytes(data, expect_head)
-    except verifier.Refusal as exc:
+    except verifier.InvalidLedgerError as exc:
         return str(exc.path)
     return None
 
@@ -380,9 +380,9 @@ def test_keys_sort_by_utf16_code_units() -> None:
     # U+1F600 is the surrogate pair D83D DE00, so it sorts before U+E000 and U+FFFF.
     value = {"\ue000": 1, "\U0001f600": 2, "\uffff": 3, "b": 4, "a": 5, "": 6, "\u00e9": 7}
     assert verifier.canonical_bytes(value) == rfc8785.dumps(value)
-    assert verifier.canonical_bytes(value).decode().index("\U0001f600") < verifier.canonical_bytes(value).decode().index(
-        "\ue000"
-    )
+    assert verifier.canonical_bytes(value).decode().index("\U0001f600") < verifier.canonical_bytes(
+        value
+    ).decode().index("\ue000")
 
 
 def test_string_escaping_follows_rfc8785() -> None:
@@ -434,7 +434,11 @@ def test_verifier_runs_with_contextmesh_unimportable(demo_bytes: bytes, tmp_path
     path = tmp_path / "runledger.json"
     path.write_bytes(demo_bytes)
     result = subprocess.run(
-        [sys.executable, "-I", "-S", str(VERIFIER), str(path)], capture_output=True, text=True, check=False, cwd=tmp_path
+        [sys.executable, "-I", "-S", str(VERIFIER), str(path)],
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=tmp_path,
     )
     assert result.returncode == 0, result.stderr
     assert result.stdout.startswith("ok 29 entries head ")

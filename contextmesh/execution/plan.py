@@ -319,7 +319,8 @@ class Runner:
                 self._commit(task, outcome, report)
                 if task.state is TaskState.DONE:
                     settled.add(task.name)
-            todo = [t for t in todo if t not in layer]
+            ran = {t.name for t in layer}
+            todo = [t for t in todo if t.name not in ran]
             blocked.update({k: v for k, v in self.blocked().items() if k not in blocked})
             todo = [t for t in todo if t.name not in blocked]
         for name in report.cached:
@@ -640,7 +641,10 @@ class Runner:
             self._require_registry(task_name).auditor(auditor_key)
         products = tuple(produces) if produces is not None else task.produces
         old = self.graph.assumptions[task.assumption_id]
-        if old.status == "active":
+        successor = self.graph.assumptions.get(old.superseded_by) if old.superseded_by else None
+        if successor is not None and successor.statement == assumes and successor.status == "active":
+            new = successor  # another task on the same fallen ground was already repaired onto this one
+        elif old.status == "active":
             new = self.assumptions.supersede(old.id, assumes, created_by="runner")
         else:
             new = self.assumptions._new_ground(old, assumes, "runner")

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from contextmesh.canonical import file_bytes, loads
+from contextmesh.canonical import digest, file_bytes, loads
 from contextmesh.errors import ContextMeshError, SnapshotError
 from contextmesh.execution.executor import Executor
 from contextmesh.execution.plan import Runner, Task, TaskState
@@ -174,7 +174,7 @@ def _restore_task(
     produces = _texts(item["produces"], f"{path}.produces")
     rationale = _text(item["rationale"], f"{path}.rationale", empty=True)
     state_text = item["state"]
-    if state_text not in {s.value for s in TaskState}:
+    if type(state_text) is not str or state_text not in {s.value for s in TaskState}:
         raise SnapshotError(f"{path}.state", repr(state_text), "a stored state is pending, done, stale or failed")
     state = TaskState(state_text)
     attempt = item["attempt"]
@@ -200,6 +200,23 @@ def _restore_task(
             raise SnapshotError(f"{path}.state", "'done' without a live decision", "a done task's decision stands")
         if item["output"] is None:
             raise SnapshotError(f"{path}.output", "null on a done task", "a done task keeps its output")
+        decision = graph.node(decision_id)
+        if decision.attrs.get("worker_key") != worker_key:
+            raise SnapshotError(
+                f"{path}.worker_key",
+                repr(worker_key),
+                f"a done task's key is the one its decision records ({decision.attrs.get('worker_key')!r})",
+            )
+        try:
+            recorded = digest(item["output"])
+        except ContextMeshError as exc:
+            raise SnapshotError(f"{path}.output", exc.args[0] if exc.args else "unusable", "plain JSON data") from None
+        if decision.attrs.get("output_digest") != recorded:
+            raise SnapshotError(
+                f"{path}.output",
+                "an output its decision did not record",
+                "a done task's output hashes to its decision's output_digest",
+            )
     if state is TaskState.PENDING and decision_id is not None:
         raise SnapshotError(f"{path}.decision_id", repr(decision_id), "a pending task has not made a decision yet")
     error = _text(item["error"], f"{path}.error", nullable=True, empty=True)

@@ -18,6 +18,7 @@ re-forged chain verifies: that is what a hash chain is (see docs/formats/runledg
 
 from __future__ import annotations
 
+import copy
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -128,8 +129,17 @@ class RunLedger:
             else {"flow_run_id": run.get("flow_run_id"), "task_run_id": run.get("task_run_id")},
             "previous": self.head,
         }
-        ensure_canonical(fields, f"ledger entry {fields['seq']}")
-        entry = LedgerEntry(**fields, digest=entry_digest(fields))
+        if run is not None and set(run) - {"flow_run_id", "task_run_id"}:
+            raise SnapshotError(
+                f"entries[{len(self._entries)}].run", repr(sorted(run)), "a run names flow_run_id and task_run_id only"
+            )
+        fields["receipt"] = copy.deepcopy(receipt)  # the ledger owns its receipts; callers keep theirs
+        path = f"entries[{len(self._entries)}]"
+        ensure_canonical(fields, path)
+        fields["digest"] = entry_digest(fields)
+        # The writer holds itself to the loader's rules, so every ledger it writes can be read back.
+        _check_entry(fields, path, fields["seq"], self.head)
+        entry = LedgerEntry(**fields)
         self._entries.append(entry)
         return entry
 
@@ -145,7 +155,7 @@ class RunLedger:
 
     def receipts(self) -> list[dict[str, Any]]:
         """Every disproof's receipt, oldest first — readable without the graph."""
-        return [e.receipt for e in self._entries if e.event == "disproved" and e.receipt is not None]
+        return [copy.deepcopy(e.receipt) for e in self._entries if e.event == "disproved" and e.receipt is not None]
 
     def snapshot(self) -> dict[str, Any]:
         """The file document."""
@@ -181,7 +191,7 @@ class RunLedger:
             entry = expect_dict(raw, path)
             exact_keys(entry, _FIELDS, path)
             _check_entry(entry, path, index, previous)
-            ledger._entries.append(LedgerEntry(**entry))
+            ledger._entries.append(LedgerEntry(**copy.deepcopy(entry)))
             previous = entry["digest"]
         if head != ledger.head:
             raise SnapshotError(
@@ -200,7 +210,7 @@ class RunLedger:
 def _check_entry(entry: dict[str, Any], path: str, seq: int, previous: str) -> None:
     if type(entry["seq"]) is not int or entry["seq"] != seq:
         raise SnapshotError(f"{path}.seq", repr(entry["seq"]), f"entries are numbered 1, 2, … (expected {seq})")
-    if type(entry["round"]) is not int or entry["round"] < 0:
+    if type(entry["round"]) is not int or entry["round"] < 0:  # type(...) is int refuses bools too
         raise SnapshotError(f"{path}.round", repr(entry["round"]), "a round is a non-negative integer")
     if entry["event"] not in EVENTS:
         raise SnapshotError(f"{path}.event", repr(entry["event"]), f"an event is one of {list(EVENTS)}")
