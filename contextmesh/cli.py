@@ -102,8 +102,10 @@ def _demo(args: argparse.Namespace) -> tuple[Any, str]:
     ]
     walks = [walker.ask(q) for q in seeds]
     ratios = walker.token_ratios()
+    crossing = "How does the Partitioned Rebuild split the work each night?"
+    before = walker.ask(crossing)
     report = break_sizing_assumption(world)
-    after = walker.ask(seeds[0])
+    after = walker.ask(crossing)
     health = check(world.graph, world.result.resolver, walker, rounds=world.rounds)
     counts = world.graph.type_counts(live_only=False)
     data = {
@@ -114,6 +116,7 @@ def _demo(args: argparse.Namespace) -> tuple[Any, str]:
         "walks": [w.to_dict() for w in walks],
         "token_ratio_median": _median(ratios),
         "invalidation": report.to_dict(),
+        "before_break": before.to_dict(),
         "after_break": after.to_dict(),
         "health": health.to_dict(),
     }
@@ -130,7 +133,15 @@ def _demo(args: argparse.Namespace) -> tuple[Any, str]:
         "(path tokens against flat top-k of the same corpus, words × 1.3)"
     )
     lines += ["", "THE GROUND MOVED", render_invalidation(report)]
-    lines += [render_lineage_text(world, report.assumption_id), "", "ASKED AGAIN AFTER THE BREAK", render_walk(after)]
+    lines += [
+        "",
+        "A QUESTION WHOSE PATH CROSSED WHAT FELL",
+        "before:",
+        render_walk(before),
+        "after:",
+        render_walk(after),
+    ]
+    lines += ["", render_lineage_text(world, report.assumption_id)]
     lines += ["", render_health(health)]
     return data, "\n".join(lines)
 
