@@ -22,6 +22,7 @@ Invariant: the projection is built from a copy; the live graph is never touched.
 from __future__ import annotations
 
 import datetime as dt
+import re
 from dataclasses import dataclass, field
 
 from contextmesh.corpus import parse_date
@@ -34,12 +35,16 @@ from contextmesh.traverse import FlatBaseline, Walk, Walker
 __all__ = ["AsOf", "TemporalError", "as_of_graph", "date_of", "explain_as_of", "node_dates", "rejection_date"]
 
 
+_ISO = re.compile(r"^[0-9]{4}-[0-9]{2}-[0-9]{2}$")
+
+
 class TemporalError(InputError):
     """A date that cannot be used for an as-of question."""
 
 
 def _date(text: object) -> dt.date | None:
-    if isinstance(text, str):
+    # Only YYYY-MM-DD dates a node; "20260315" or a week date is treated as undated, as date_of refuses them.
+    if isinstance(text, str) and _ISO.match(text):
         try:
             return dt.date.fromisoformat(text)
         except ValueError:

@@ -284,12 +284,6 @@ def test_a_replacement_minted_by_a_later_rejection_does_not_leak_in() -> None:
     load_graph(dump_graph(after))
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="temporal.py _date() (used by node_dates for retrieved_at) calls date.fromisoformat with no shape "
-    "check, so a source retrieved_at '20260315' is dated 2026-03-15 and '2026-W11-1' 2026-03-09, although "
-    "date_of/parse_date refuse both as not YYYY-MM-DD; such a source should be 'undated'",
-)
 @pytest.mark.parametrize("stamp", ["20260315", "2026-W11-1"])
 def test_a_source_date_that_is_not_yyyy_mm_dd_is_undated(stamp: str) -> None:
     graph = ContextGraph()
