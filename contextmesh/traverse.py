@@ -74,6 +74,7 @@ DEFAULT_POLICY: tuple[str, ...] = (
 _EDGE_COST = {"resolves_to": 0.3}
 _HUB_PENALTY = 0.15
 _CLOSENESS = 0.3
+_UNIT = 127 * 127  # the dot product of two stored unit vectors
 _CAUSAL_BONUS = 0.1
 _CAUSAL = re.compile(r"\b(because|since|so|due to|as a result|caused|causes)\b", re.IGNORECASE)
 _WHY = re.compile(r"^\s*why\b|\bwhat (made|caused)\b", re.IGNORECASE)
@@ -220,6 +221,7 @@ class Walker:
         self.walks: list[Walk] = []
         self._check_policy(self.settings.policy)
         self._vectors: dict[str, tuple[str, array[int]]] = {}
+        self._label_stems: dict[str, tuple[str, frozenset[str]]] = {}
 
     # -- the walk -------------------------------------------------------------------------
 
@@ -299,34 +301,31 @@ class Walker:
         return walk
 
     def _search(self, seed: str, policy: frozenset[str], blocked: dict[str, str]) -> dict[str, _Entry]:
+        # Plain tuples on the heap (cost, hops, counter, node, trail): comparing them is far cheaper
+        # than comparing dataclasses, and the counter keeps ties in discovery order.
         counter = 0
-        frontier = [_Entry(0.0, 0, counter, seed, ())]
+        frontier: list[tuple[float, int, int, str, tuple[tuple[str, str, bool], ...]]] = [(0.0, 0, 0, seed, ())]
         settled: dict[str, _Entry] = {}
-        expanded = 0
-        while frontier and expanded < self.settings.max_expand:
-            entry = heapq.heappop(frontier)
-            if entry.node_id in settled:
+        budget, cap = self.settings.hop_budget, self.settings.max_expand
+        while frontier and len(settled) < cap:
+            cost, hops, order, node_id, trail = heapq.heappop(frontier)
+            if node_id in settled:
                 continue
-            settled[entry.node_id] = entry
-            expanded += 1
-            if entry.hops >= self.settings.hop_budget:
+            settled[node_id] = _Entry(cost, hops, order, node_id, trail)
+            if hops >= budget:
                 continue
-            for edge, other, forward in self._neighbours(entry.node_id, policy, blocked):
+            for edge, other, forward in self._neighbours(node_id, policy, blocked):
                 if other in settled:
                     continue
                 counter += 1
-                step_cost = _EDGE_COST.get(edge.type, 1.0) + _HUB_PENALTY * math.log1p(self.graph.degree(other))
-                heapq.heappush(
-                    frontier,
-                    _Entry(
-                        entry.cost + step_cost,
-                        entry.hops + 1,
-                        counter,
-                        other,
-                        (*entry.trail, (edge.id, other, forward)),
-                    ),
-                )
+                step = _EDGE_COST.get(edge.type, 1.0) + _HUB_PENALTY * self._hub(other)
+                heapq.heappush(frontier, (cost + step, hops + 1, counter, other, (*trail, (edge.id, other, forward))))
         return settled
+
+    def _hub(self, node_id: str) -> float:
+        # Not cached: degrees grow with every write, and a long-lived walker must answer exactly as
+        # a freshly loaded one would.
+        return math.log1p(self.graph.degree(node_id))
 
     def _neighbours(
         self, node_id: str, policy: frozenset[str], blocked: dict[str, str]
@@ -338,7 +337,6 @@ class Walker:
         for edge in self.graph.in_edges(node_id, policy, live_only=False):
             if self.graph.node(edge.src).type in _REVERSE_INTO and self._usable(edge, edge.src, blocked):
                 out.append((edge, edge.src, False))
-        out.sort(key=lambda item: self.graph.seq(item[0].id))
         return out
 
     def _usable(self, edge: EdgeRecord, other: str, blocked: dict[str, str]) -> bool:
@@ -374,13 +372,18 @@ class Walker:
         causal: bool,
     ) -> tuple[str, float]:
         wanted = set(question_stems)
+        # The residual is a few words, so its vector is sparse: a dot product over its non-zero
+        # components is exact and an order of magnitude cheaper than over every dimension.
+        sparse = [] if question_vector is None else [(i, v) for i, v in enumerate(question_vector) if v]
         scored = []
         for node_id in candidates:
             node = self.graph.node(node_id)
             similarity = 0.0
-            if question_vector is not None and node.embedding:
-                similarity = max(0.0, cosine(question_vector, self._vector(node_id, node.embedding)))
-            overlap = len(wanted & set(content_stems(node.label))) / len(wanted) if wanted else 0.0
+            if sparse and node.embedding:
+                vector = self._vector(node_id, node.embedding)
+                if len(vector) == len(question_vector or ()):
+                    similarity = max(0.0, sum(v * vector[i] for i, v in sparse) / _UNIT)
+            overlap = len(wanted & self._stems(node_id, node.label)) / len(wanted) if wanted else 0.0
             entry = reached[node_id]
             score = 0.45 * similarity + 0.55 * overlap + _CLOSENESS * closeness[node_id]
             if causal and _CAUSAL.search(node.label):
@@ -388,6 +391,13 @@ class Walker:
             scored.append((-score, entry.hops, self.graph.seq(node_id), node_id, score))
         scored.sort()
         return scored[0][3], scored[0][4]
+
+    def _stems(self, node_id: str, label: str) -> frozenset[str]:
+        cached = self._label_stems.get(node_id)
+        if cached is None or cached[0] != label:
+            cached = (label, frozenset(content_stems(label)))
+            self._label_stems[node_id] = cached
+        return cached[1]
 
     def _vector(self, node_id: str, embedding: str) -> array[int]:
         # Decoded once per node and kept: an answer's candidates are scored on every walk.
