@@ -32,6 +32,7 @@ from pathlib import Path
 from contextmesh.canonical import file_bytes, sha256_hex
 from contextmesh.errors import SessionError
 from contextmesh.session.layout import (
+    COMPANION_NAME,
     COMPANIONS,
     MANIFEST,
     POINTER_NAME,
@@ -198,12 +199,14 @@ def _sweep(directory: Path, current: Manifest) -> None:
             (match is not None and int(match.group(1)) < current.generation - 1)
             or name.startswith(_TMP_PREFIX)
             or (
-                any(name.startswith(f"{kind}-") for kind in COMPANIONS)
+                COMPANION_NAME.match(name) is not None
                 and name not in keep
                 and not _named_by_previous(directory, current, name)
             )
         )
-        if doomed:
+        # Only our own regular files are swept: a directory or a link under a lookalike name stays.
+        path = directory / name
+        if doomed and path.is_file() and not path.is_symlink():
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(directory / name)
             swept += 1

@@ -26,6 +26,7 @@ from contextmesh.traverse import DEFAULT_POLICY, WalkerSettings
 
 __all__ = [
     "COMPANIONS",
+    "COMPANION_NAME",
     "LOCK_NAME",
     "MANIFEST",
     "POINTER_NAME",
@@ -44,7 +45,7 @@ POINTER_NAME = "session.json"
 LOCK_NAME = "session.lock"
 MANIFEST = re.compile(r"^session-([0-9]{6})\.json$")
 COMPANIONS = ("graph", "resolver", "execution", "runledger")
-_COMPANION_NAME = re.compile(r"^(graph|resolver|execution|runledger)-([0-9a-f]{64})\.json$")
+COMPANION_NAME = re.compile(r"^(graph|resolver|execution|runledger)-([0-9a-f]{64})\.json$")
 _HEX = re.compile(r"^[0-9a-f]{64}$")
 _FIELDS = (
     "schema",
@@ -138,7 +139,7 @@ def _companion(value: Any, kind: str, path: str) -> Companion:
     name, sha = item["name"], item["sha256"]
     if type(sha) is not str or not _HEX.match(sha):
         raise SnapshotError(f"{path}.sha256", repr(sha), "a SHA-256 is 64 lower-case hex digits")
-    match = _COMPANION_NAME.match(name) if type(name) is str else None
+    match = COMPANION_NAME.match(name) if type(name) is str else None
     if match is None or match.group(1) != kind or match.group(2) != sha:
         raise SnapshotError(
             f"{path}.name", repr(name), f"a plain name '{kind}-<sha256>.json' naming this companion's own digest"

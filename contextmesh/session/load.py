@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from contextmesh.canonical import loads, sha256_hex
-from contextmesh.errors import SessionError, SnapshotError
+from contextmesh.errors import InputError, SessionError, SnapshotError
 from contextmesh.execution.plan import Runner
 from contextmesh.execution.registry import TaskRegistry
 from contextmesh.execution.snapshot import restore_runner
@@ -38,7 +38,7 @@ __all__ = ["Loaded", "SessionFileError", "load_directory"]
 _RETRIES = 4
 
 
-class SessionFileError(SnapshotError):
+class SessionFileError(SnapshotError, SessionError):
     """A session directory's file breaks a rule; ``path`` names the file and the place in it."""
 
 
@@ -82,11 +82,15 @@ def _read_generation(directory: Path, generation: int) -> tuple[Manifest, dict[s
     data = _read_plain(directory, name)
     try:
         manifest = parse_manifest(loads(data), generation)
-    except SnapshotError as exc:
+    except InputError as exc:
         raise SessionFileError(f"{name}:{exc.path}", exc.found, exc.rule) from None
     raw = {"manifest": data}
     for kind, companion in manifest.companions().items():
-        raw[kind] = _read_plain(directory, companion.name)  # every file opened before anything is parsed
+        try:
+            raw[kind] = _read_plain(directory, companion.name)  # every file opened before anything is parsed
+        except FileNotFoundError as exc:
+            exc.filename = companion.name
+            raise
     for kind, companion in manifest.companions().items():
         if sha256_hex(raw[kind]) != companion.sha256 or len(raw[kind]) != companion.bytes:
             raise SessionFileError(
@@ -108,31 +112,34 @@ def load_directory(directory: Path, *, registry: TaskRegistry | None = None) -> 
         try:
             manifest, raw = _read_generation(directory, generation)
             break
-        except FileNotFoundError:
+        except FileNotFoundError as exc:
             # Retry only when a sweep took the file because the directory moved on meanwhile.
             if latest_generation(directory) == generation or attempt == _RETRIES:
-                raise SessionError(f"generation {generation} of {directory} names a file that does not exist") from None
+                missing = Path(str(exc.filename)).name if exc.filename else "a file"
+                raise SessionFileError(
+                    missing, "missing", f"generation {generation} of {directory} names {missing}, which must exist"
+                ) from None
     return _parse(directory, manifest, raw, registry)
 
 
-def _in_file(name: str, exc: SnapshotError) -> SessionFileError:
+def _in_file(name: str, exc: InputError) -> SessionFileError:
     return SessionFileError(f"{name}:{exc.path}", exc.found, exc.rule)
 
 
 def _parse(directory: Path, manifest: Manifest, raw: dict[str, bytes], registry: TaskRegistry | None) -> Loaded:
     try:
         graph = load_graph(raw["graph"])
-    except SnapshotError as exc:
+    except InputError as exc:
         raise _in_file(manifest.graph.name, exc) from None
     try:
         resolver = load_resolver(raw["resolver"], graph)
-    except SnapshotError as exc:
+    except InputError as exc:
         raise _in_file(manifest.resolver.name, exc) from None
     runner = ledger = None
     if manifest.execution is not None and manifest.runledger is not None:
         try:
             ledger = RunLedger.load(raw["runledger"], expect_head=manifest.ledger_head)
-        except SnapshotError as exc:
+        except InputError as exc:
             raise _in_file(manifest.runledger.name, exc) from None
         if registry is None:
             raise SessionError(
@@ -141,7 +148,7 @@ def _parse(directory: Path, manifest: Manifest, raw: dict[str, bytes], registry:
             )
         try:
             runner = restore_runner(loads(raw["execution"]), graph, registry, ledger=ledger)
-        except SnapshotError as exc:
+        except InputError as exc:
             raise _in_file(manifest.execution.name, exc) from None
         _check_ledger(manifest, runner, ledger, graph)
     return Loaded(manifest, graph, resolver, runner, ledger, raw)

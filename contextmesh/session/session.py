@@ -30,7 +30,7 @@ from contextmesh.formats.resolver_file import dump_resolver
 from contextmesh.graph import ContextGraph
 from contextmesh.resolve import Resolver
 from contextmesh.session.commit import CommitConflictError, commit_generation, latest_generation
-from contextmesh.session.layout import Companion, Manifest, manifest_name
+from contextmesh.session.layout import Companion, Manifest
 from contextmesh.session.load import load_directory
 from contextmesh.session.lock import SessionLockedError
 from contextmesh.traverse import FlatBaseline, Walk, Walker, WalkerSettings
@@ -81,6 +81,7 @@ class Session:
         self.contended = 0
         self.conflicts = 0
         self.bytes_written = 0
+        self._stamp: tuple[int, int] | None = None
 
     # -- creating and loading -------------------------------------------------------------
 
@@ -193,7 +194,13 @@ class Session:
         """Reload when another writer committed a newer generation (one ``stat``); True if it did."""
         if self.directory is None:
             return False
-        if not (self.directory / manifest_name(self.generation + 1)).exists():
+        # One stat of the directory: its change time moves whenever a manifest is published.
+        seen = self.directory.stat()
+        stamp = (seen.st_ino, seen.st_mtime_ns)
+        if stamp == self._stamp:
+            return False
+        self._stamp = stamp
+        if latest_generation(self.directory) <= self.generation:
             return False
         self._adopt(Session.load(self.directory, registry=self.registry, flat=self.flat, policy=self.policy))
         return True
