@@ -256,6 +256,13 @@ def _session_verify(args: argparse.Namespace) -> tuple[Any, str]:
     return data, f"ok: generation {session.generation} loads whole; ledger verifies"
 
 
+def _export(args: argparse.Namespace) -> tuple[Any, str]:
+    from contextmesh.dashboard.export import export, render_summary  # noqa: PLC0415
+
+    summary = export(args.out, session_dir=args.session, rounds=args.rounds, inline=args.inline, feed=args.feed)
+    return summary, render_summary(summary)
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="contextmesh", description=__doc__.splitlines()[0] if __doc__ else None)
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -286,6 +293,10 @@ def _parser() -> argparse.ArgumentParser:
     adv.add_argument("--feed", type=Path, required=True, help="the feed file the deployment names")
     adv.add_argument("--json", action="store_true", help="print one JSON document instead of text")
     adv.set_defaults(handler=_advisory)
+    exp = commands.add_parser("export", help="write the dashboard's payload (and, with --inline, its page)")
+    exp.add_argument("--out", type=Path, default=Path("dashboard"), metavar="DIR", help="the dashboard directory")
+    exp.add_argument("--inline", action="store_true", help="embed the payload so index.html opens from file://")
+    exp.set_defaults(handler=_export)
     session = commands.add_parser("session", help="save, show or verify a session directory")
     actions = session.add_subparsers(dest="session_command", required=True, metavar="ACTION")
     save = actions.add_parser("save", help="save the demo, with its plan executed, as a new session")
@@ -299,13 +310,13 @@ def _parser() -> argparse.ArgumentParser:
         sub.add_argument("dir", type=Path, help="the session directory")
         sub.add_argument("--feed", type=Path, help="the demo advisory feed (default under $CONTEXTMESH_HOME)")
         sub.add_argument("--json", action="store_true", help="print one JSON document instead of text")
-    for name in ("ask", "health", "invalidate", "execute"):
+    for name in ("ask", "health", "invalidate", "execute", "export"):
         commands.choices[name].add_argument(
             "--session", type=Path, metavar="DIR", help="work on a saved session and commit through it"
         )
-    for name in ("ask", "health", "invalidate"):
+    for name in ("ask", "health", "invalidate", "export"):
         commands.choices[name].add_argument("--feed", type=Path, help=argparse.SUPPRESS)
-    for name in ("demo", "ask", "health", "invalidate"):
+    for name in ("demo", "ask", "health", "invalidate", "export"):
         commands.choices[name].add_argument(
             "--rounds",
             type=_non_negative,
