@@ -1,0 +1,169 @@
+"""MCP latency: p50/p95 of ``mesh_ask`` over stdio and HTTP, for ``--demo``, ``--checkpoint never`` and
+``every-ask`` side by side, with the in-process walk as the floor.
+
+    .venv/bin/python bench/mcp.py [--asks 200] [--warmup 20] [--skip-stdio] [--skip-http]
+
+Each case starts ``deployments/serve_mcp.py`` (the launcher with the deployment's registry) as a
+subprocess and drives it with the MCP SDK's own ``Client`` — what an agent would use — timing each
+``tools/call`` round trip after a warm-up. HTTP is also timed with a raw keep-alive
+``http.client`` connection (one JSON POST per call), which leaves out the SDK client's own cost.
+The session cases serve a copy of the demo saved as a session (plan round 1 executed); ``never``
+serves it read-only, ``every-ask`` commits one generation per ask (the full serialisation and
+fsyncs of a commit are the difference). The question mix is the demo's walk-round questions.
+
+Aim (issue 9): p50 ≤ 10 ms over HTTP without per-ask checkpoints.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import http.client
+import json
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+# This file is named mcp.py, and Python puts its folder first on sys.path: move the folder to the
+# end, so ``import mcp`` finds the SDK and ``import _common`` still finds the helpers beside it.
+_HERE = Path(__file__).resolve().parent
+sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != _HERE] + [str(_HERE)]
+sys.path.insert(0, str(_HERE.parent / "tests" / "mcp"))
+
+from _common import Timings, print_table  # noqa: E402 - after the sys.path fix above
+from mcp import Client, StdioServerParameters  # noqa: E402 - after the sys.path fix above
+from mcp_helpers import LAUNCHER, PYTHON, ROOT, ServerProcess  # noqa: E402 - after the sys.path fix above
+
+from contextmesh.demo.knowledge import round_questions  # noqa: E402 - after the sys.path fix above
+from contextmesh.demo.session import demo_registry, save_demo_session  # noqa: E402 - after the sys.path fix above
+from contextmesh.session.session import Session  # noqa: E402 - after the sys.path fix above
+
+AIM_HTTP_P50_MS = 10.0
+CASES = (("--demo", ["--demo"]), ("never", ["--checkpoint", "never"]), ("every-ask", []))
+
+
+async def _sdk_asks(client: Client, questions: list[str], warmup: int) -> Timings:
+    samples: list[float] = []
+    for index, question in enumerate(questions):
+        start = time.perf_counter()
+        result = await client.call_tool("mesh_ask", {"question": question})
+        elapsed = (time.perf_counter() - start) * 1000
+        if result.is_error:
+            raise RuntimeError(f"mesh_ask failed: {result.content}")
+        if index >= warmup:
+            samples.append(elapsed)
+    return Timings(tuple(samples))
+
+
+async def _stdio(args: list[str], feed: Path, questions: list[str], warmup: int) -> Timings:
+    params = StdioServerParameters(command=PYTHON, args=[str(LAUNCHER), *args, *_feed(args, feed)], cwd=str(ROOT))
+    async with Client(params, read_timeout_seconds=120) as client:
+        return await _sdk_asks(client, questions, warmup)
+
+
+async def _http_sdk(url: str, questions: list[str], warmup: int) -> Timings:
+    async with Client(url) as client:
+        return await _sdk_asks(client, questions, warmup)
+
+
+def _http_raw(port: int, questions: list[str], warmup: int) -> Timings:
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
+    headers = {"Content-Type": "application/json", "Accept": "application/json"}
+    samples: list[float] = []
+    try:
+        for index, question in enumerate(questions):
+            body = json.dumps(
+                {
+                    "jsonrpc": "2.0",
+                    "id": index,
+                    "method": "tools/call",
+                    "params": {"name": "mesh_ask", "arguments": {"question": question}},
+                }
+            )
+            start = time.perf_counter()
+            connection.request("POST", "/mcp", body=body, headers=headers)
+            payload = connection.getresponse().read()
+            elapsed = (time.perf_counter() - start) * 1000
+            if json.loads(payload).get("result", {}).get("isError", True):
+                raise RuntimeError(f"mesh_ask failed: {payload[:200]!r}")
+            if index >= warmup:
+                samples.append(elapsed)
+    finally:
+        connection.close()
+    return Timings(tuple(samples))
+
+
+def _feed(args: list[str], feed: Path) -> list[str]:
+    return [] if "--demo" in args else ["--feed", str(feed)]
+
+
+def _floor(template: Path, feed: Path, questions: list[str], warmup: int) -> Timings:
+    session = Session.load(template, registry=demo_registry(feed), policy="never")
+    samples: list[float] = []
+    for index, question in enumerate(questions):
+        start = time.perf_counter()
+        session.ask(question)
+        if index >= warmup:
+            samples.append((time.perf_counter() - start) * 1000)
+    return Timings(tuple(samples))
+
+
+def _row(case: str, transport: str, timings: Timings, aim: float | None = None) -> list[object]:
+    verdict = "-" if aim is None else ("ok" if timings.p50 <= aim else "MISSED")
+    return [case, transport, timings.count, timings.p50, timings.p95, timings.max, verdict]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--asks", type=int, default=200)
+    parser.add_argument("--warmup", type=int, default=20)
+    parser.add_argument("--skip-stdio", action="store_true")
+    parser.add_argument("--skip-http", action="store_true")
+    args = parser.parse_args(argv)
+    mix = round_questions()
+    questions = [mix[i % len(mix)] for i in range(args.warmup + args.asks)]
+    rows: list[list[object]] = []
+    with tempfile.TemporaryDirectory(prefix="contextmesh-bench-mcp-") as scratch:
+        base = Path(scratch)
+        feed = base / "feed.json"
+        template = base / "template"
+        save_demo_session(template, feed=feed)
+        rows.append(_row("engine floor", "in-process Session.ask", _floor(template, feed, questions, args.warmup)))
+        for case, extra in CASES:
+            target = base / case.strip("-")
+            server_args = extra if case == "--demo" else ["--session", str(target), *extra]
+            if not args.skip_stdio:
+                if case != "--demo":
+                    shutil.rmtree(target, ignore_errors=True)
+                    shutil.copytree(template, target)
+                timings = asyncio.run(_stdio(server_args, feed, questions, args.warmup))
+                rows.append(_row(case, "stdio (SDK client)", timings))
+            if not args.skip_http:
+                if case != "--demo":
+                    shutil.rmtree(target, ignore_errors=True)
+                    shutil.copytree(template, target)
+                with ServerProcess(server_args, env={"CONTEXTMESH_DEMO_FEED": str(feed)}) as server:
+                    assert server.url is not None
+                    aim = None if case == "every-ask" else AIM_HTTP_P50_MS
+                    rows.append(
+                        _row(case, "HTTP (SDK client)", asyncio.run(_http_sdk(server.url, questions, args.warmup)))
+                    )
+                    rows.append(
+                        _row(case, "HTTP (raw keep-alive)", _http_raw(server.port, questions, args.warmup), aim)
+                    )
+    print(
+        f"\n== mesh_ask latency, {args.asks} timed asks per row after {args.warmup} warm-up (demo walk-round questions)"
+    )
+    print_table(["case", "transport", "asks", "p50 ms", "p95 ms", "max ms", "aim p50 ≤ 10 ms"], rows)
+    every = [r for r in rows if r[0] == "every-ask" and r[1] == "HTTP (raw keep-alive)"]
+    never = [r for r in rows if r[0] == "never" and r[1] == "HTTP (raw keep-alive)"]
+    if every and never:
+        extra = float(str(every[0][3])) - float(str(never[0][3]))
+        print(f"every-ask costs {extra:.1f} ms more per ask at p50 over HTTP (one commit per ask)")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,79 @@
+"""Where ``mesh_recheck`` and ``mesh_resume`` run: in this process, or on a deployment.
+
+Without a dispatcher the server runs both in-process, each committed through a lossless clone
+(:mod:`contextmesh.mcp.writes`). A launcher that serves a session beside a Prefect deployment
+passes a :class:`Dispatcher` instead (``main(argv, registry=…, dispatcher=…)``); the orchestration
+layer provides one that starts the recheck or resume flow run, waits a bounded time and returns
+the report — or, if the run is still going, its id, URL and state. The run commits to the session
+directory itself; the served session sees the new generation on the next request (one ``stat``).
+
+A dispatcher never falls back to in-process execution: if its API or deployment is not
+answering, the call is refused, and ``tools/list`` names the tools it would have run under
+``_meta.notAnswering``. The health probe behind that list is cached (:class:`ProbeCache`, a few
+seconds' TTL), so listing tools never costs a network round trip per call.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from typing import Protocol, runtime_checkable
+
+from contextmesh.mcp.models import RecheckResult, ResumeResult
+from contextmesh.session.session import Session
+
+__all__ = ["DEFAULT_PROBE_TTL", "DISPATCHABLE", "Dispatcher", "ProbeCache"]
+
+DEFAULT_PROBE_TTL = 3.0
+DISPATCHABLE = frozenset({"mesh_recheck", "mesh_resume"})
+
+
+@runtime_checkable
+class Dispatcher(Protocol):
+    """Runs recheck and resume somewhere other than this process (a Prefect deployment)."""
+
+    @property
+    def name(self) -> str:
+        """What it dispatches to, for the banner and ``contextmesh://session`` (e.g. a deployment name)."""
+        ...
+
+    def answering(self) -> bool:
+        """True when the API and the deployment answer. Cheap, bounded, never raises for 'down'."""
+        ...
+
+    def recheck(self, session: Session) -> RecheckResult:
+        """Run the recheck flow for ``session`` and wait a bounded time for its report."""
+        ...
+
+    def resume(self, session: Session) -> ResumeResult:
+        """Run the plan in resume mode (only pending and stale work) and wait a bounded time."""
+        ...
+
+
+class ProbeCache:
+    """A health probe answered from cache for ``ttl`` seconds; a probe that raises counts as down."""
+
+    def __init__(
+        self, probe: Callable[[], bool], *, ttl: float = DEFAULT_PROBE_TTL, clock: Callable[[], float] = time.monotonic
+    ) -> None:
+        self._probe = probe
+        self._ttl = ttl
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._checked_at: float | None = None
+        self._answer = False
+        self.probes = 0
+
+    def answering(self) -> bool:
+        """The cached answer, re-probed once it is older than the TTL."""
+        with self._lock:
+            now = self._clock()
+            if self._checked_at is None or now - self._checked_at >= self._ttl:
+                self.probes += 1
+                try:
+                    self._answer = bool(self._probe())
+                except Exception:  # a probe that fails is a service that does not answer
+                    self._answer = False
+                self._checked_at = now
+            return self._answer

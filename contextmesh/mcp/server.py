@@ -1,0 +1,462 @@
+"""``contextmesh-mcp``: the graph over MCP, on stdio or on a loopback HTTP port. The only SDK importer.
+
+    contextmesh-mcp --demo                                  # an ephemeral demo graph (read-only)
+    contextmesh-mcp --demo --rounds 8 --save ./session      # write a demo session and exit
+    contextmesh-mcp --session ./session [--checkpoint every-ask|on-exit|never]
+    contextmesh-mcp --session ./session --transport http [--host 127.0.0.1] [--port 8765]
+
+``--demo`` or ``--session DIR`` must be said. A session holding an execution plan starts only when
+the launcher supplies the deployment's registry with every key the plan names
+(``main(argv, registry=…)``; ``deployments/serve_mcp.py`` is this repository's launcher), and
+fails before any transport starts otherwise: no request, flag or file can choose code.
+
+HTTP is served at ``http://127.0.0.1:<port>/mcp``: POST only (anything else 405, so no event
+stream), one JSON body per request, stateless, Host and Origin checked against an explicit
+loopback allow-list, request bodies capped at :data:`MAX_BODY_BYTES`. Every tool and resource
+runs under the served session's one lock, after a reload if another writer committed. A banner
+on stderr says what is served and whether it persists; nothing but protocol reaches stdout.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import inspect
+import io
+import os
+import signal
+import socket
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import anyio
+import anyio.to_thread
+import uvicorn
+from mcp.server import MCPServer
+from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
+from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError, ToolError
+from mcp.server.transport_security import TransportSecuritySettings
+from mcp.types import CallToolResult, ListToolsResult, PaginatedRequestParams, TextContent, ToolAnnotations
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from contextmesh import __version__
+from contextmesh.errors import ContextMeshError
+from contextmesh.execution.registry import TaskRegistry
+from contextmesh.mcp.dispatch import Dispatcher
+from contextmesh.mcp.resources import RESOURCES, TEMPLATES, assumption_json, node_json
+from contextmesh.mcp.served import ServedSession
+from contextmesh.mcp.tools import READ_TOOLS, MeshToolError, ToolSpec
+from contextmesh.mcp.writes import WRITE_TOOLS
+from contextmesh.session.session import POLICIES, Session
+
+__all__ = [
+    "DEFAULT_PORT",
+    "MAX_BODY_BYTES",
+    "PROG",
+    "MeshServer",
+    "PostOnly",
+    "build_server",
+    "http_app",
+    "main",
+    "open_served",
+]
+
+PROG = "contextmesh-mcp"
+SERVER_NAME = "contextmesh"
+DEFAULT_PORT = 8765
+MAX_BODY_BYTES = 1024 * 1024
+_LOOPBACK = ("127.0.0.1", "localhost", "[::1]")
+INSTRUCTIONS = (
+    "ContextMesh: a typed context graph that keeps why things hold. Ask it questions (mesh_ask) and read "
+    "nodes, health, assumption lineage and blast radius; answer as of a date; reconstruct a decision. "
+    "Belief changes only through evidence: submit an observation (mesh_submit_evidence), let the "
+    "deployment's registered auditors interpret it (mesh_recheck), repair fallen work onto a registered "
+    "key (mesh_repair) and run only what fell (mesh_resume). contextmesh://schema is the ontology."
+)
+
+READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
+_ANNOTATIONS: dict[str, ToolAnnotations] = {
+    # An ask moves walk telemetry (and may commit it): read-only for the world, not idempotent.
+    "mesh_ask": ToolAnnotations(
+        read_only_hint=True, destructive_hint=False, idempotent_hint=False, open_world_hint=False
+    ),
+    "mesh_submit_evidence": ToolAnnotations(
+        read_only_hint=False, destructive_hint=False, idempotent_hint=True, open_world_hint=False
+    ),
+    # A disproof rejects an assumption for good (a rejected assumption is never revived).
+    "mesh_recheck": ToolAnnotations(
+        read_only_hint=False, destructive_hint=True, idempotent_hint=False, open_world_hint=True
+    ),
+    "mesh_repair": ToolAnnotations(
+        read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False
+    ),
+    "mesh_resume": ToolAnnotations(
+        read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=True
+    ),
+}
+
+
+# -- the server ---------------------------------------------------------------------------------------
+
+
+def _run_tool(served: ServedSession, spec: ToolSpec, arguments: dict[str, Any]) -> Any:
+    """One tool call on a worker thread: under the served lock, refusals as tool errors."""
+
+    def call(current: ServedSession) -> Any:
+        target: Any = current.session if spec.read_only else current
+        return spec.fn(target, **arguments)
+
+    try:
+        return served.call(call)
+    except ContextMeshError as exc:
+        raise ToolError(str(exc)) from None
+
+
+def _read_resource(served: ServedSession, fn: Callable[..., str], *args: str) -> str:
+    try:
+        return served.call(lambda current: fn(current, *args))
+    except MeshToolError as exc:
+        raise ResourceNotFoundError(str(exc)) from None
+    except ContextMeshError as exc:
+        raise ResourceError(str(exc)) from None
+
+
+class MeshServer(MCPServer[Any]):
+    """The MCP server over one served session; ``tools/list`` carries ``_meta.notAnswering``."""
+
+    def __init__(self, served: ServedSession) -> None:
+        self.served = served
+        self._arguments: dict[str, frozenset[str]] = {}
+        super().__init__(
+            SERVER_NAME,
+            version=__version__,
+            instructions=INSTRUCTIONS,
+            log_level="WARNING",
+            middleware=[self._known_arguments_only],
+        )
+        for spec in (*READ_TOOLS, *WRITE_TOOLS):
+            self._add_spec(spec)
+        self._add_resources()
+
+    async def _handle_list_tools(
+        self, ctx: ServerRequestContext[Any, Any], params: PaginatedRequestParams | None
+    ) -> ListToolsResult:
+        not_answering = await anyio.to_thread.run_sync(self.served.not_answering)
+        return ListToolsResult(tools=await self.list_tools(), _meta={"notAnswering": not_answering})
+
+    async def _known_arguments_only(self, ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
+        # The SDK ignores unknown arguments; a tool here refuses them, so a client that sends
+        # {"verdict": "reject"} learns it was not heard rather than believing it was.
+        params: Any = ctx.params
+        if ctx.method == "tools/call" and isinstance(params, dict):
+            allowed = self._arguments.get(str(params.get("name")))
+            arguments = params.get("arguments")
+            if allowed is not None and isinstance(arguments, dict):
+                unknown = sorted(set(arguments) - allowed)
+                if unknown:
+                    text = (
+                        f"{params['name']} takes no argument {', '.join(repr(u) for u in unknown)}; "
+                        f"it takes {sorted(allowed) or 'none'}"
+                    )
+                    return CallToolResult(content=[TextContent(type="text", text=text)], is_error=True)
+        return await call_next(ctx)
+
+    def _add_spec(self, spec: ToolSpec) -> None:
+        parameters = spec.parameters()
+        returns = inspect.signature(spec.fn, eval_str=True).return_annotation
+        served = self.served
+
+        async def tool(**arguments: Any) -> Any:
+            return await anyio.to_thread.run_sync(functools.partial(_run_tool, served, spec, arguments))
+
+        tool.__name__ = spec.name
+        tool.__doc__ = spec.description
+        tool.__signature__ = inspect.Signature(parameters, return_annotation=returns)  # type: ignore[attr-defined]
+        tool.__annotations__ = {p.name: p.annotation for p in parameters} | {"return": returns}
+        annotations = READ_ONLY if spec.read_only else None
+        self.add_tool(
+            tool,
+            name=spec.name,
+            title=spec.title,
+            description=spec.description,
+            annotations=_ANNOTATIONS.get(spec.name, annotations),
+            structured_output=True,
+        )
+        self._arguments[spec.name] = frozenset(p.name for p in parameters)
+
+    def _add_resources(self) -> None:
+        served = self.served
+        for spec, fn in RESOURCES:
+
+            def reader(fn: Callable[..., str] = fn) -> Callable[[], Any]:
+                async def read() -> str:
+                    return await anyio.to_thread.run_sync(_read_resource, served, fn)
+
+                return read
+
+            self.resource(spec.uri, name=spec.name, description=spec.description, mime_type=spec.mime_type)(reader())
+        node_spec, assumption_spec = (spec for spec, _ in TEMPLATES)
+
+        async def node(node_id: str) -> str:
+            return await anyio.to_thread.run_sync(_read_resource, served, node_json, node_id)
+
+        async def assumption(assumption_id: str) -> str:
+            return await anyio.to_thread.run_sync(_read_resource, served, assumption_json, assumption_id)
+
+        for spec, fn in ((node_spec, node), (assumption_spec, assumption)):
+            self.resource(spec.uri, name=spec.name, description=spec.description, mime_type=spec.mime_type)(fn)
+
+
+def build_server(served: ServedSession) -> MeshServer:
+    """The MCP server over ``served`` (in-process; tests connect to it with ``Client(server)``)."""
+    return MeshServer(served)
+
+
+# -- HTTP ------------------------------------------------------------------------------------------------
+
+
+class PostOnly:
+    """405 for anything but POST on the MCP path: no standalone event stream (GET), no session DELETE."""
+
+    def __init__(self, app: ASGIApp, path: str = "/mcp") -> None:
+        self.app = app
+        self.path = path
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and scope["path"] == self.path and scope["method"] != "POST":
+            await send(
+                {
+                    "type": "http.response.start",
+                    "status": 405,
+                    "headers": [(b"allow", b"POST"), (b"content-type", b"text/plain")],
+                }
+            )
+            await send({"type": "http.response.body", "body": b"Method Not Allowed"})
+            return
+        await self.app(scope, receive, send)
+
+
+def transport_security(host: str, port: int, extra_hosts: Sequence[str] = ()) -> TransportSecuritySettings:
+    """An explicit allow-list: loopback names at this port, plus the bound address if it is a specific one."""
+    names = list(_LOOPBACK)
+    if host not in {"127.0.0.1", "localhost", "::1", "0.0.0.0", "::", ""}:  # noqa: S104 - compared, not bound
+        names.append(f"[{host}]" if ":" in host else host)
+    hosts = [f"{name}:{port}" for name in names] + list(extra_hosts)
+    origins = [f"http://{name}:{port}" for name in names] + [f"http://{h}" for h in extra_hosts]
+    return TransportSecuritySettings(enable_dns_rebinding_protection=True, allowed_hosts=hosts, allowed_origins=origins)
+
+
+def http_app(server: MeshServer, host: str, port: int, extra_hosts: Sequence[str] = ()) -> PostOnly:
+    """The hardened ASGI app: stateless JSON at /mcp, POST only, Host/Origin checked, bodies capped."""
+    app = server.streamable_http_app(
+        streamable_http_path="/mcp",
+        json_response=True,
+        stateless_http=True,
+        transport_security=transport_security(host, port, extra_hosts),
+        max_request_body_size=MAX_BODY_BYTES,
+    )
+    return PostOnly(app)
+
+
+def _serve_http(server: MeshServer, host: str, port: int, extra_hosts: Sequence[str]) -> None:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    # IPPROTO_TCP said outright: asyncio sets TCP_NODELAY only on sockets whose proto says TCP, and
+    # without it every small JSON response waits ~40 ms on Nagle and delayed ACKs.
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind((host, port))
+    sock.listen(128)
+    sock.set_inheritable(True)
+    bound = sock.getsockname()[1]
+    config = uvicorn.Config(
+        http_app(server, host, bound, extra_hosts),
+        log_level="warning",
+        access_log=False,
+        timeout_keep_alive=5,
+        limit_concurrency=64,
+        lifespan="on",
+    )
+    shown = f"[{host}]" if ":" in host else host
+    _say(f"listening on http://{shown}:{bound}/mcp (POST only, one JSON body per request, stateless)")
+    uvicorn.Server(config).run(sockets=[sock])
+
+
+# -- stdio -----------------------------------------------------------------------------------------------
+
+
+def _quiet_stdout() -> int:
+    """Point fd 1 at stderr while the session loads; return a duplicate of the real stdout (the wire)."""
+    sys.stdout.flush()
+    wire = os.dup(1)
+    os.dup2(2, 1)
+    return wire
+
+
+def _restore_stdout(wire: int) -> None:
+    """Undo :func:`_quiet_stdout` when nothing will be served (a session that cannot start)."""
+    os.dup2(wire, 1)
+    os.close(wire)
+
+
+def _serve_stdio(server: MeshServer, wire: int) -> None:
+    # Put the wire back on fd 1 for the SDK, which diverts fd 1 to stderr while it serves and restores
+    # it after. sys.stdout writes through (no buffer), so nothing a tool prints can reach the wire late.
+    sys.stdout.flush()  # whatever loading printed goes to stderr, where fd 1 still points
+    os.dup2(wire, 1)
+    os.close(wire)
+    previous = sys.stdout
+    sys.stdout = io.TextIOWrapper(io.FileIO(1, "w", closefd=False), encoding="utf-8", write_through=True)
+    try:
+        server.run("stdio")
+    finally:
+        sys.stdout = previous
+
+
+# -- the command -----------------------------------------------------------------------------------------
+
+
+def _line(text: str) -> None:
+    """One line on stderr (stdout carries protocol only)."""
+    sys.stderr.write(text + "\n")
+    sys.stderr.flush()
+
+
+def _say(message: str) -> None:
+    _line(f"{PROG}: {message}")
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog=PROG, description="Serve a ContextMesh graph over MCP (stdio, or HTTP on a loopback port)."
+    )
+    which = parser.add_mutually_exclusive_group(required=True)
+    which.add_argument("--demo", action="store_true", help="build the bundled demo graph for this process (ephemeral)")
+    which.add_argument("--session", type=Path, metavar="DIR", help="serve a saved session directory")
+    parser.add_argument("--save", type=Path, metavar="DIR", help="with --demo: write the demo as a session and exit")
+    parser.add_argument("--rounds", type=int, metavar="N", help="with --demo: walk rounds to run (default 8)")
+    parser.add_argument(
+        "--feed",
+        type=Path,
+        metavar="FILE",
+        help="the demo's advisory feed (with --demo --save; launchers bind their registry's auditor to it)",
+    )
+    parser.add_argument(
+        "--checkpoint", choices=POLICIES, help="with --session: when asks are committed (default every-ask)"
+    )
+    parser.add_argument("--transport", choices=("stdio", "http"), default="stdio")
+    parser.add_argument("--host", default="127.0.0.1", help="HTTP: the address to bind (default 127.0.0.1)")
+    parser.add_argument(
+        "--port", type=int, default=DEFAULT_PORT, help=f"HTTP: the port (default {DEFAULT_PORT}; 0 = any)"
+    )
+    parser.add_argument(
+        "--allow-host",
+        action="append",
+        default=[],
+        metavar="HOST:PORT",
+        help="HTTP: another Host header to accept (e.g. a published port); loopback at --port always is",
+    )
+    return parser
+
+
+def _check(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    if args.session is not None:
+        for flag, value in (("--save", args.save), ("--rounds", args.rounds)):
+            if value is not None:
+                parser.error(f"{flag} works with --demo only")
+    if args.demo:
+        if args.checkpoint is not None:
+            parser.error("--checkpoint works with --session only: a --demo graph is never written back")
+        if args.feed is not None and args.save is None:
+            parser.error("--feed works with --demo --save (the ephemeral --demo graph holds no plan)")
+        if args.rounds is not None and args.rounds < 0:
+            parser.error("--rounds is a whole number from 0")
+    if not 0 <= args.port <= 65535:
+        parser.error("--port is 0..65535")
+
+
+def open_served(
+    args: argparse.Namespace, *, registry: TaskRegistry | None = None, dispatcher: Dispatcher | None = None
+) -> ServedSession:
+    """The served session the arguments name (``--demo`` or ``--session``)."""
+    if args.demo:
+        from contextmesh.demo.knowledge import build_world  # noqa: PLC0415 - only --demo pays for the build
+
+        rounds = 8 if args.rounds is None else args.rounds
+        world = build_world(rounds)
+        session = Session(world.graph, world.result.resolver, rounds=world.rounds, corpus="contextmesh.demo")
+        session.walker.walks = list(world.walker.walks)
+        return ServedSession(session, ephemeral=True, source=f"the bundled demo corpus ({rounds} walk rounds)")
+    directory: Path = args.session
+    try:
+        session = Session.load(directory, registry=registry, policy=args.checkpoint or "every-ask")
+    except ContextMeshError as exc:
+        if registry is None and "execution plan" in str(exc):
+            raise ContextMeshError(
+                f"{directory} holds an execution plan, whose keys only the deployment's registry gives meaning; "
+                "serve it through a launcher that supplies it (deployments/serve_mcp.py), never a bare "
+                f"{PROG}"
+            ) from None
+        raise
+    return ServedSession(session, ephemeral=False, source=str(directory), dispatcher=dispatcher)
+
+
+def main(
+    argv: Sequence[str] | None = None,
+    *,
+    registry: TaskRegistry | None = None,
+    dispatcher: Dispatcher | None = None,
+) -> int:
+    """``contextmesh-mcp``. Returns the exit code: 0 after a clean stop, 2 for usage or a session that cannot load."""
+    parser = _parser()
+    try:
+        args = parser.parse_args(argv)
+        _check(parser, args)
+    except SystemExit as exc:
+        return exc.code if isinstance(exc.code, int) else 2
+    if args.save is not None:
+        from contextmesh.demo.session import save_demo_session  # noqa: PLC0415
+
+        try:
+            saved = save_demo_session(args.save, rounds=8 if args.rounds is None else args.rounds, feed=args.feed)
+        except ContextMeshError as exc:
+            _say(str(exc))
+            return 2
+        _say(f"wrote {args.save} (generation {saved.generation}, plan round 1 executed)")
+        return 0
+    wire = _quiet_stdout() if args.transport == "stdio" else None
+    try:
+        served = open_served(args, registry=registry, dispatcher=dispatcher)
+    except ContextMeshError as exc:
+        if wire is not None:
+            _restore_stdout(wire)
+        _say(str(exc))
+        return 2
+    server = build_server(served)
+    _line(served.banner())
+    previous = signal.signal(signal.SIGTERM, signal.default_int_handler)
+    interrupted = False
+    try:
+        if wire is not None:
+            _serve_stdio(server, wire)
+        else:
+            _serve_http(server, args.host, args.port, args.allow_host)
+    except KeyboardInterrupt:
+        interrupted = True
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+        closing = served.close()
+        if closing:
+            _line(closing)
+    if interrupted and wire is not None:
+        # Stopped by a signal while stdin is still open: the SDK's stdin reader is a worker thread
+        # blocked in read(), which interpreter shutdown would wait on for ever. Everything durable
+        # is committed (above), so leave now.
+        sys.stderr.flush()
+        os._exit(0)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

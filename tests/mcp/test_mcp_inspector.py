@@ -1,0 +1,81 @@
+"""The official MCP Inspector CLI lists the tools and calls mesh_ask, over stdio and over HTTP.
+
+The Inspector (``@modelcontextprotocol/inspector`` 2.12.0) is installed project-locally by
+``scripts/install-node-tools`` under ``.tools/inspector`` and run with ``npx`` from there (no
+network). Missing, these tests FAIL: an external conformance check that silently skips is no check.
+It drops ``_meta`` from ``tools/list``, so ``notAnswering`` is checked with the SDK client instead.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from mcp_helpers import LAUNCHER, PYTHON, QUESTIONS, ROOT, ServerProcess
+
+INSPECTOR = ROOT / ".tools" / "inspector"
+PACKAGE = INSPECTOR / "node_modules" / "@modelcontextprotocol" / "inspector" / "package.json"
+VERSION = "2.12.0"
+TOOLS = 11
+
+
+@pytest.fixture(scope="module")
+def npx() -> str:
+    found = shutil.which("npx")
+    if found is None or not PACKAGE.is_file():
+        pytest.fail(f"the MCP Inspector CLI is not installed; run `bash scripts/install-node-tools` (npx: {found})")
+    assert json.loads(PACKAGE.read_text())["version"] == VERSION
+    return found
+
+
+def inspector(npx: str, home: Path, *args: str) -> dict[str, object]:
+    """Run ``npx @modelcontextprotocol/inspector --cli …`` from the local install; its JSON output."""
+    home.mkdir(exist_ok=True)
+    done = subprocess.run(
+        [npx, "--no-install", "@modelcontextprotocol/inspector", "--cli", *args],
+        capture_output=True,
+        timeout=120,
+        cwd=INSPECTOR,
+        env={**os.environ, "HOME": str(home), "NPM_CONFIG_UPDATE_NOTIFIER": "false", "NO_COLOR": "1"},
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr.decode()
+    return json.loads(done.stdout)  # type: ignore[no-any-return]
+
+
+def check_listing(listing: dict[str, object]) -> None:
+    tools = listing["tools"]
+    assert isinstance(tools, list) and len(tools) == TOOLS
+    names = {t["name"] for t in tools}
+    assert {"mesh_ask", "mesh_blast_radius", "mesh_submit_evidence", "mesh_resume"} <= names
+
+
+def check_answer(result: dict[str, object]) -> None:
+    assert result.get("isError") is False
+    structured = result["structuredContent"]
+    assert isinstance(structured, dict) and structured["answered"] is True
+    assert structured["question"] == QUESTIONS[0]
+
+
+def test_the_inspector_lists_the_tools_and_asks_over_stdio(
+    npx: str, session_dir: Path, feed: Path, tmp_path: Path
+) -> None:
+    command = [PYTHON, str(LAUNCHER), "--session", str(session_dir), "--feed", str(feed)]
+    check_listing(inspector(npx, tmp_path / "home", *command, "--method", "tools/list"))
+    ask = ["--method", "tools/call", "--tool-name", "mesh_ask", "--tool-arg", f"question={QUESTIONS[0]}"]
+    check_answer(inspector(npx, tmp_path / "home", *command, *ask))
+
+
+def test_the_inspector_lists_the_tools_and_asks_over_http(
+    npx: str, session_dir: Path, feed: Path, tmp_path: Path
+) -> None:
+    with ServerProcess(["--session", str(session_dir)], env={"CONTEXTMESH_DEMO_FEED": str(feed)}) as server:
+        assert server.url is not None
+        target = [server.url, "--transport", "http"]
+        check_listing(inspector(npx, tmp_path / "home", *target, "--method", "tools/list"))
+        ask = ["--method", "tools/call", "--tool-name", "mesh_ask", "--tool-arg", f"question={QUESTIONS[0]}"]
+        check_answer(inspector(npx, tmp_path / "home", *target, *ask))
