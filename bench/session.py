@@ -15,10 +15,10 @@ wall-clock p50 over ``--repeat`` runs and include dumping the companions (``Sess
 shown separately as "dump") and writing them with every fsync. Aims: demo ≤ 50 ms and scale
 ≤ 5 s for a full commit.
 
-What the telemetry-only row shows: telemetry (``walks``, ``traversals``) lives inside the graph
-companion, so bumping one counter rewrites the whole graph file — the resolver, plan and ledger
-files are reused under their content address. The "written" column says what fraction of the
-generation's bytes that is. Splitting telemetry into its own companion would shrink it (ADR 0002).
+What the telemetry-only row shows: telemetry (``walks``, ``traversals``) lives in its own small
+companion (the graph companion carries the counters as 0), so bumping one counter rewrites only the
+telemetry file and the manifest — the graph, resolver, plan and ledger files are reused under their
+content address. The "written" column says what fraction of the generation's bytes that is.
 """
 
 from __future__ import annotations
@@ -182,8 +182,8 @@ def main(argv: list[str] | None = None) -> int:
         if row.commit == "telemetry-only":
             print(
                 f"{row.session}: a telemetry-only commit wrote {row.written:,} of {row.total:,} bytes "
-                f"({row.written / row.total:.1%}) — the whole graph companion is rewritten because node "
-                "walks and edge traversals live in it; resolver, plan and ledger files were reused."
+                f"({row.written / row.total:.4%}) — the telemetry companion and the manifest; the graph, "
+                "resolver, plan and ledger files were reused under their content address."
             )
     missed = [row for row in rows if row.aim_ms is not None and row.time_ms > row.aim_ms]
     for row in missed:

@@ -5,7 +5,7 @@ directory (:func:`build_demo_template`) and copies it per test (:func:`clone`).
 
 :func:`build_tiny_session` makes a session small enough to commit in a millisecond or two — a few
 entities, their resolver and a one-task plan under the key :data:`TINY_KEY` — for the tests that
-commit hundreds of generations; :func:`touch_all` changes all four of its companions at once.
+commit hundreds of generations; :func:`touch_all` changes all five of its companions at once.
 
 The surgery helpers (:func:`reseal`, :func:`reseal_ledger`, :func:`edit_manifest`) rewrite one file of
 the newest generation and re-seal the manifest around it (name, SHA-256 and size, and the ledger head),
@@ -68,11 +68,13 @@ QUESTIONS: list[str] = [item["question"] for item in loads((TESTS_DIR / "data" /
 PREAMBLE = f"import sys\nsys.path.insert(0, {str(TESTS_DIR)!r})\n"
 TINY_KEY = "tiny.work.v1"
 
-# Every step a commit passes when all four companions change, in order (contextmesh/session/commit.py).
+# Every step a commit passes when all five companions change, in order (contextmesh/session/commit.py).
 COMMIT_STEPS = (
     "save-started",
     "companion-written:graph",
     "companion-renamed:graph",
+    "companion-written:telemetry",
+    "companion-renamed:telemetry",
     "companion-written:resolver",
     "companion-renamed:resolver",
     "companion-written:execution",
@@ -138,8 +140,10 @@ def build_tiny_session(directory: Path, *, entities: int = 8) -> Session:
 
 
 def touch_all(session: Session, tick: int) -> None:
-    """Change all four companions: telemetry, the resolver's log, the plan's round and the ledger."""
+    """Change all five companions: the graph's build clock, telemetry, the resolver's log, the plan's
+    round and the ledger (the graph companion holds no counters, so telemetry alone leaves it alone)."""
     assert session.runner is not None
+    session.graph.next_build()
     nodes = list(session.graph.nodes.values())
     nodes[tick % len(nodes)].walks += 1
     session.resolver.resolve(f"c{tick % 4:04d}")
@@ -177,6 +181,7 @@ def commit_variants(session: Session, variants: list[tuple[dict[str, bytes], str
             None,
             None,
             head,
+            _PLACEHOLDER,
         )
         published, _ = commit_generation(session.directory, loaded=generation, companions=companions, manifest=draft)
         generation = published.generation

@@ -40,7 +40,14 @@ from contextmesh.errors import SessionError
 from contextmesh.health import check
 from contextmesh.resolve import block_keys
 from contextmesh.session.commit import TRACE_ENV
-from contextmesh.session.layout import LOCK_NAME, MANIFEST, POINTER_NAME, companion_name, manifest_name
+from contextmesh.session.layout import (
+    COMPANIONS,
+    LOCK_NAME,
+    MANIFEST,
+    POINTER_NAME,
+    companion_name,
+    manifest_name,
+)
 from contextmesh.session.load import SessionFileError, load_directory
 from contextmesh.session.session import Session
 from contextmesh.text import normalize
@@ -228,6 +235,33 @@ def test_unchanged_companions_are_not_rewritten(
     )
 
 
+def test_a_telemetry_only_commit_writes_only_the_telemetry_companion_and_the_manifest(
+    template: tuple[Path, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    session = opened(template, tmp_path)
+    directory = directory_of(session)
+    _, first = manifest_doc(directory)
+    node = next(iter(session.graph.nodes.values()))
+    walks = node.walks
+    trace = tmp_path / "trace"
+    monkeypatch.setenv(TRACE_ENV, str(trace))
+    node.walks += 1
+    written_before = session.bytes_written
+    session.commit()
+    _, second = manifest_doc(directory)
+    for kind in ("graph", "resolver", "execution", "runledger"):
+        assert second[kind]["name"] == first[kind]["name"]
+    assert second["telemetry"]["name"] != first["telemetry"]["name"]
+    steps = trace.read_text().split()
+    assert [s for s in steps if s.startswith("companion-written:")] == ["companion-written:telemetry"]
+    manifest_bytes = (directory / manifest_name(session.generation)).stat().st_size
+    assert session.bytes_written - written_before == second["telemetry"]["bytes"] + manifest_bytes
+    assert second["telemetry"]["bytes"] < second["graph"]["bytes"] // 10  # a small fraction of the graph file
+    reloaded = Session.load(directory, registry=demo_registry(template[1]), policy="never")
+    assert reloaded.graph.node(node.id).walks == walks + 1
+    assert reloaded.companions() == session.companions()
+
+
 def test_the_sweep_keeps_the_current_and_previous_generation_and_clears_debris(
     template: tuple[Path, Path], tmp_path: Path
 ) -> None:
@@ -258,7 +292,8 @@ def test_the_sweep_never_deletes_what_the_current_manifest_names(template: tuple
         loaded = load_directory(directory, registry=registry)
         for companion in loaded.manifest.companions().values():
             assert (directory / companion.name).is_file()
-    assert sum(1 for n in listing(directory) if n.startswith("graph-")) == 2
+    assert sum(1 for n in listing(directory) if n.startswith("telemetry-")) == 2
+    assert sum(1 for n in listing(directory) if n.startswith("graph-")) == 1  # counters live in telemetry
 
 
 def test_the_sweep_touches_only_names_of_the_session_format(template: tuple[Path, Path], tmp_path: Path) -> None:
@@ -274,7 +309,7 @@ def test_the_sweep_touches_only_names_of_the_session_format(template: tuple[Path
 
 # -- symlinks ---------------------------------------------------------------------------------------
 
-PLANTED = ("graph", "resolver", "execution", "runledger", "manifest", "pointer", "lock")
+PLANTED = ("graph", "telemetry", "resolver", "execution", "runledger", "manifest", "pointer", "lock")
 
 
 def next_names(session: Session) -> dict[str, str]:
@@ -295,7 +330,7 @@ def test_a_save_never_writes_through_a_planted_symlink(
     session.ask(QUESTIONS[1])
     session.runner.recheck()  # every companion changes, so every kind has a new name
     names = next_names(session)
-    assert all(not (directory / names[kind]).exists() for kind in ("graph", "resolver", "execution", "runledger"))
+    assert all(not (directory / names[kind]).exists() for kind in COMPANIONS)
     outside = tmp_path / "outside"
     outside.mkdir()
     target = outside / "precious.json"
@@ -370,7 +405,7 @@ def test_a_companion_that_is_a_symlink_to_a_valid_copy_is_refused_on_load(
     _, doc = manifest_doc(directory)
     outside = tmp_path / "outside"
     outside.mkdir()
-    for kind in ("graph", "resolver", "execution", "runledger"):
+    for kind in COMPANIONS:
         broken = clone(directory, tmp_path / f"broken-{kind}")
         name = doc[kind]["name"]
         copy = outside / f"{kind}.json"

@@ -33,7 +33,7 @@ from session_helpers import (
 from contextmesh.canonical import file_bytes, loads
 from contextmesh.demo.auth import DEFAULT_KEYS
 from contextmesh.errors import ContextMeshError, InputError, SessionError
-from contextmesh.session.layout import manifest_name
+from contextmesh.session.layout import COMPANIONS, manifest_name
 from contextmesh.session.load import SessionFileError, load_directory
 from contextmesh.text import normalize
 
@@ -48,7 +48,7 @@ class Case:
     name: str
     corrupt: Corrupt
     error: type[ContextMeshError]
-    path: str | None = None  # the exact .path; {manifest}/{graph}/{resolver}/{execution}/{runledger}
+    path: str | None = None  # the exact .path; {manifest} or a companion kind: {graph}, {telemetry}, …
     fragment: str | None = None  # a fragment of the message
     file: str | None = None  # without an exact path: the file the path must start with
     registry: str = "demo"  # "demo", "none" or "without:<key>"
@@ -131,6 +131,25 @@ def reseal_graph_text(directory: Path, _: Path) -> None:
 
 def graph_schema(directory: Path, _: Path) -> None:
     reseal_doc(directory, "graph", lambda doc: doc.__setitem__("schema", "contextmesh.resolver"))
+
+
+def graph_carries_a_counter(directory: Path, _: Path) -> None:
+    reseal_doc(directory, "graph", lambda doc: doc["nodes"][0].__setitem__("walks", 3))
+
+
+def telemetry_edit(edit: Callable[[dict[str, Any]], None]) -> Corrupt:
+    def corrupt(directory: Path, _: Path) -> None:
+        reseal_doc(directory, "telemetry", edit)
+
+    return corrupt
+
+
+def telemetry_ghost_node(directory: Path, _: Path) -> None:
+    reseal_doc(directory, "telemetry", lambda doc: doc["nodes"].insert(0, ["entity:ghost-000000", 1]))
+
+
+def telemetry_node_twice(directory: Path, _: Path) -> None:
+    reseal_doc(directory, "telemetry", lambda doc: doc["nodes"].append(list(doc["nodes"][0])))
 
 
 def resolver_ghost_entity(directory: Path, _: Path) -> None:
@@ -257,7 +276,68 @@ CASES = [
         file="{graph}",
     ),
     Case("graph of the wrong schema", graph_schema, SessionFileError, "{graph}:schema"),
+    Case("manifest without telemetry", drop_field("telemetry"), SessionFileError, M + "telemetry", "is required"),
+    Case(
+        "telemetry named as the graph",
+        lambda d, _: edit_manifest(d, lambda doc: doc.__setitem__("telemetry", dict(doc["graph"]))),
+        SessionFileError,
+        M + "telemetry.name",
+    ),
+    Case(
+        "telemetry of the wrong version",
+        telemetry_edit(lambda doc: doc.__setitem__("version", 2)),
+        SessionFileError,
+        "{telemetry}:version",
+    ),
+    Case(
+        "telemetry with an unknown field",
+        telemetry_edit(lambda doc: doc.__setitem__("rounds", 1)),
+        SessionFileError,
+        "{telemetry}:rounds",
+        "unknown field",
+    ),
+    Case(
+        "telemetry without edges",
+        telemetry_edit(lambda doc: doc.pop("edges")),
+        SessionFileError,
+        "{telemetry}:edges",
+        "is required",
+    ),
+    Case(
+        "telemetry counter negative",
+        telemetry_edit(lambda doc: doc["nodes"][0].__setitem__(1, -1)),
+        SessionFileError,
+        "{telemetry}:nodes[0][1]",
+    ),
+    Case(
+        "telemetry counter as true",
+        telemetry_edit(lambda doc: doc["edges"][0].__setitem__(1, True)),
+        SessionFileError,
+        "{telemetry}:edges[0][1]",
+    ),
+    Case(
+        "telemetry entry not a pair",
+        telemetry_edit(lambda doc: doc["nodes"][0].append(1)),
+        SessionFileError,
+        "{telemetry}:nodes[0]",
+    ),
     # between the files
+    Case("telemetry names a node the graph lacks", telemetry_ghost_node, SessionFileError, "{telemetry}:nodes[0][0]"),
+    Case(
+        "telemetry names an edge the graph lacks",
+        telemetry_edit(lambda doc: doc["edges"].append(["edge:ghost", 1])),
+        SessionFileError,
+        fragment="an id among the graph's edges",
+        file="{telemetry}:edges[",
+    ),
+    Case("telemetry lists a node twice", telemetry_node_twice, SessionFileError, fragment="at most once"),
+    Case(
+        "graph companion carries a counter",
+        graph_carries_a_counter,
+        SessionFileError,
+        "{graph}:nodes[0].walks",
+        "carries walks as 0",
+    ),
     Case(
         "ledger head differs from the ledger's",
         set_field("ledger_head", "ab" * 32),
@@ -325,7 +405,7 @@ def names(directory: Path) -> dict[str, str]:
     filled = {"manifest": MANIFEST}
     try:
         _, doc = manifest_doc(directory)
-        for kind in ("graph", "resolver", "execution", "runledger"):
+        for kind in COMPANIONS:
             entry = doc.get(kind)
             if isinstance(entry, dict) and isinstance(entry.get("name"), str):
                 filled[kind] = entry["name"]

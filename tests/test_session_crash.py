@@ -3,7 +3,7 @@
 Two kinds of kill:
 
 * **Named crash points.** ``CONTEXTMESH_CRASH_AT=<step>`` makes the committing process SIGKILL itself
-  at that step. For every step a commit passes (all four companions changed: a question asked and
+  at that step. For every step a commit passes (all five companions changed: a question asked and
   a recheck run), the directory afterwards loads the old generation when the kill came before
   ``manifest-published`` and exactly the new one from there on — never a mix; what was committed
   earlier is still there; the previous generation stays whole; and the lock is free.
@@ -15,7 +15,7 @@ Two kinds of kill:
   the time the committer spends after that step's mark, and a 0–30 ms delay only spreads kills
   evenly if a whole commit takes well under 30 ms with no step dwarfing the others. A bigger graph
   does the opposite (the write steps grow, the rename steps stay at microseconds), and fsync on a
-  disk costs ~4 ms a step. So the workload is a *tiny* session (four companions of a few KB each)
+  disk costs ~4 ms a step. So the workload is a *tiny* session (five companions of a few KB each)
   on tmpfs when there is one, its states dumped before the fork, so a commit cycle is ~5 ms and
   the smallest window ~2 % of it. Each kill costs ~80 ms (fork, kill, reap, load), so 200 take
   ~16 s. If by bad luck a step was still never hit after 200 kills, the loop goes on (at most to
@@ -70,7 +70,7 @@ from contextmesh.session.session import Session
 
 PUBLISHED_AT = COMMIT_STEPS.index("manifest-published")
 
-# Opens the session, asks a question and rechecks the plan (all four companions change), records the
+# Opens the session, asks a question and rechecks the plan (all five companions change), records the
 # digests the commit is about to write, then commits.
 CRASH_SCRIPT = """
 import json

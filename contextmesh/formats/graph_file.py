@@ -47,6 +47,7 @@ from contextmesh.ontology import ONTOLOGY, Ontology
 __all__ = [
     "GRAPH_SCHEMA",
     "GRAPH_VERSION",
+    "collector_paused",
     "dump_graph",
     "graph_from_dict",
     "graph_to_dict",
@@ -153,7 +154,7 @@ def graph_to_dict(graph: ContextGraph) -> dict[str, Any]:
 
 
 @contextmanager
-def _collector_paused() -> Iterator[None]:
+def collector_paused() -> Iterator[None]:
     """Pause Python's cycle collector while a whole graph is written or restored.
 
     Both allocate millions of objects that all stay alive; the collector's repeated full passes
@@ -189,19 +190,19 @@ def _validate_all(
 
 def dump_graph(graph: ContextGraph) -> bytes:
     """The file bytes of a graph."""
-    with _collector_paused():
+    with collector_paused():
         return file_bytes(graph_to_dict(graph))
 
 
 def load_graph(data: bytes, ontology: Ontology = ONTOLOGY) -> ContextGraph:
     """Parse and restore a graph file, refusing anything that could not be restored faithfully."""
-    with _collector_paused():
+    with collector_paused():
         return graph_from_dict(loads(data), ontology)
 
 
 def graph_from_dict(data: Any, ontology: Ontology = ONTOLOGY) -> ContextGraph:
     """Restore a graph from plain data (see the module's invariants)."""
-    with _collector_paused():
+    with collector_paused():
         return _graph_from_dict(data, ontology)
 
 

@@ -162,6 +162,7 @@ def commit_generation(
             named.get("execution"),
             named.get("runledger"),
             manifest.ledger_head,
+            named["telemetry"],
         )
         data = file_bytes(published.to_dict())
         tmp = _write_new(directory, data)

@@ -6,9 +6,11 @@ A directory holds:
   commit point. It names every companion of that generation with its SHA-256.
 * ``session.json`` — a copy of the newest manifest, for people and tools (never trusted on load).
 * ``session.lock`` — the writer lock (one inode for its whole life).
-* companions, content-addressed: ``graph-<sha256>.json``, ``resolver-<sha256>.json``,
-  ``execution-<sha256>.json``, ``runledger-<sha256>.json`` — an unchanged companion keeps its name
-  and is not rewritten.
+* companions, content-addressed: ``graph-<sha256>.json``, ``telemetry-<sha256>.json``,
+  ``resolver-<sha256>.json``, ``execution-<sha256>.json``, ``runledger-<sha256>.json`` — an
+  unchanged companion keeps its name and is not rewritten. The graph companion carries every walk
+  counter as 0; the counters live in the telemetry companion, so a telemetry-only commit leaves the
+  graph file alone.
 
 Every name a loader follows must be plain (no directory part) and match these patterns.
 """
@@ -44,8 +46,8 @@ SESSION_VERSION = 3
 POINTER_NAME = "session.json"
 LOCK_NAME = "session.lock"
 MANIFEST = re.compile(r"^session-([0-9]{6})\.json$")
-COMPANIONS = ("graph", "resolver", "execution", "runledger")
-COMPANION_NAME = re.compile(r"^(graph|resolver|execution|runledger)-([0-9a-f]{64})\.json$")
+COMPANIONS = ("graph", "telemetry", "resolver", "execution", "runledger")
+COMPANION_NAME = re.compile(r"^(graph|telemetry|resolver|execution|runledger)-([0-9a-f]{64})\.json$")
 _HEX = re.compile(r"^[0-9a-f]{64}$")
 _FIELDS = (
     "schema",
@@ -56,6 +58,7 @@ _FIELDS = (
     "walker",
     "corpus",
     "graph",
+    "telemetry",
     "resolver",
     "execution",
     "runledger",
@@ -100,6 +103,7 @@ class Manifest:
     execution: Companion | None
     runledger: Companion | None
     ledger_head: str | None
+    telemetry: Companion
 
     def to_dict(self) -> dict[str, Any]:
         """The manifest document."""
@@ -112,6 +116,7 @@ class Manifest:
             "walker": self.walker.to_dict(),
             "corpus": self.corpus,
             "graph": self.graph.to_dict(),
+            "telemetry": self.telemetry.to_dict(),
             "resolver": self.resolver.to_dict(),
             "execution": None if self.execution is None else self.execution.to_dict(),
             "runledger": None if self.runledger is None else self.runledger.to_dict(),
@@ -120,7 +125,7 @@ class Manifest:
 
     def companions(self) -> dict[str, Companion]:
         """Every companion this generation names, by kind."""
-        found = {"graph": self.graph, "resolver": self.resolver}
+        found = {"graph": self.graph, "telemetry": self.telemetry, "resolver": self.resolver}
         if self.execution is not None and self.runledger is not None:
             found["execution"] = self.execution
             found["runledger"] = self.runledger
@@ -201,4 +206,5 @@ def parse_manifest(data: Any, file_generation: int) -> Manifest:
         None if execution is None else _companion(execution, "execution", "execution"),
         None if runledger is None else _companion(runledger, "runledger", "runledger"),
         head,
+        _companion(top["telemetry"], "telemetry", "telemetry"),
     )

@@ -7,7 +7,8 @@ directory moved on meanwhile, it starts again from the newer manifest (a bounded
 A genuinely missing or altered file fails at once with its own message.
 
 Checks, in order: the manifest (schema, version — the original project's v1/v2 refused by name —
-fields, generation = file name); each companion's name, location and SHA-256; the graph file; the
+fields, generation = file name); each companion's name, location and SHA-256; the graph file (whose
+walk counters must all be 0); the telemetry file against the graph (its counters then applied); the
 resolver against the graph; the run ledger against the manifest's head (``expect_head``); the plan
 against the graph and the registry; the ledger against the plan (every entry's task is in the
 plan, no entry in a round the plan never reached) and against the graph (every cited id exists).
@@ -32,6 +33,7 @@ from contextmesh.graph import ContextGraph
 from contextmesh.resolve import Resolver
 from contextmesh.session.commit import latest_generation
 from contextmesh.session.layout import Manifest, manifest_name, parse_manifest
+from contextmesh.session.telemetry import apply_telemetry, check_zeroed
 
 __all__ = ["Loaded", "SessionFileError", "load_directory"]
 
@@ -129,8 +131,13 @@ def _in_file(name: str, exc: InputError) -> SessionFileError:
 def _parse(directory: Path, manifest: Manifest, raw: dict[str, bytes], registry: TaskRegistry | None) -> Loaded:
     try:
         graph = load_graph(raw["graph"])
+        check_zeroed(graph)  # counters live in the telemetry companion, never in the graph file
     except InputError as exc:
         raise _in_file(manifest.graph.name, exc) from None
+    try:
+        apply_telemetry(raw["telemetry"], graph)
+    except InputError as exc:
+        raise _in_file(manifest.telemetry.name, exc) from None
     try:
         resolver = load_resolver(raw["resolver"], graph)
     except InputError as exc:

@@ -24,7 +24,6 @@ from contextmesh.errors import SessionError
 from contextmesh.execution.plan import Runner
 from contextmesh.execution.registry import TaskRegistry
 from contextmesh.execution.snapshot import dump_runner
-from contextmesh.formats.graph_file import dump_graph
 from contextmesh.formats.ledger import RunLedger
 from contextmesh.formats.resolver_file import dump_resolver
 from contextmesh.graph import ContextGraph
@@ -33,6 +32,7 @@ from contextmesh.session.commit import CommitConflictError, commit_generation, l
 from contextmesh.session.layout import Companion, Manifest
 from contextmesh.session.load import load_directory
 from contextmesh.session.lock import SessionLockedError
+from contextmesh.session.telemetry import dump_structure, dump_telemetry
 from contextmesh.traverse import FlatBaseline, Walk, Walker, WalkerSettings
 
 __all__ = ["POLICIES", "Session"]
@@ -132,8 +132,16 @@ class Session:
         return self.directory is not None and self.policy != "never"
 
     def companions(self) -> dict[str, bytes]:
-        """The bytes of every companion of the current state."""
-        files = {"graph": dump_graph(self.graph), "resolver": dump_resolver(self.resolver)}
+        """The bytes of every companion of the current state.
+
+        The graph companion carries every ``walks``/``traversals`` as 0 and the telemetry companion
+        the real counters, so a commit that only changed telemetry leaves the graph file alone.
+        """
+        files = {
+            "graph": dump_structure(self.graph),
+            "telemetry": dump_telemetry(self.graph),
+            "resolver": dump_resolver(self.resolver),
+        }
         if self.runner is not None:
             files["execution"] = dump_runner(self.runner)
             files["runledger"] = self.runner.ledger.dump()
@@ -155,6 +163,7 @@ class Session:
             None,
             None,
             head,
+            _PLACEHOLDER,
         )
         published, written = commit_generation(
             self.directory, loaded=self.generation, companions=self.companions(), manifest=draft, lock_wait=lock_wait
