@@ -240,6 +240,7 @@ def test_a_reader_loading_in_a_loop_never_fails_while_200_generations_commit(tin
         for tick in range(200):
             touch_all(writer, tick)
             writer.commit()
+            time.sleep(0.01)  # commits are cheap; leave the (slower) reader room to see many of them
     finally:
         stop.write_text("stop")
         _, err = reader.communicate(timeout=60)
