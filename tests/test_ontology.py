@@ -17,7 +17,21 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 GRAPH_MD = REPO_ROOT / "GRAPH.md"
 ORIGIN = "custom/GRAPH.md"
 # Directories that are not part of the repository's own tree.
-NOT_THE_TREE = {".venv", "venv", ".git", "build", "dist", "__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache"}
+NOT_THE_TREE = {
+    ".venv",
+    ".venv-core",
+    "venv",
+    ".git",
+    ".tools",
+    "node_modules",
+    "build",
+    "dist",
+    "__pycache__",
+    ".pytest_cache",
+    ".mypy_cache",
+    ".ruff_cache",
+    ".hypothesis",
+}
 
 EXPECTED_MUST_CARRY = {
     "entity": {"canonical", "aliases"},
@@ -225,7 +239,13 @@ def test_duplicate_edge_type_is_refused() -> None:
 
 
 def test_graph_md_path_is_the_repository_root_copy_in_a_checkout() -> None:
-    assert graph_md_path().resolve() == GRAPH_MD
+    import contextmesh
+
+    package = Path(contextmesh.__file__).resolve().parent
+    if package.parent == REPO_ROOT:  # a checkout or an editable install reads the root file
+        assert graph_md_path().resolve() == GRAPH_MD
+    else:  # an installed wheel (the core-only run) carries its own copy inside the package
+        assert graph_md_path().resolve() == package / "GRAPH.md"
     assert GRAPH_MD.is_file()
 
 
