@@ -1,0 +1,17 @@
+"""Orchestration on Prefect: the executor, the flow factories, the managed local server.
+
+The only package of the engine that imports ``prefect``; nothing in ``contextmesh`` imports it
+(``import contextmesh`` stays Prefect-free). Import the modules by path:
+
+* :mod:`contextmesh.orchestration.settings` — the environment every Prefect process here gets;
+* :mod:`contextmesh.orchestration.server` — the managed local server (``start`` / ``status`` /
+  ``stop`` / ``ensure_server``);
+* :mod:`contextmesh.orchestration.executor` — :class:`PrefectExecutor`;
+* :mod:`contextmesh.orchestration.flows` — ``make_plan_flow(registry)``, ``make_recheck_flow(registry)``;
+* :mod:`contextmesh.orchestration.announce` — the disproof event, its receipt artifact and the outbox;
+* :mod:`contextmesh.orchestration.walkthrough` — the execute demo with every round a flow run;
+* :mod:`contextmesh.orchestration.commands` — the calls behind ``contextmesh execute`` (on Prefect)
+  and ``contextmesh server start|status|stop``.
+
+This ``__init__`` imports nothing, so ``settings`` and ``server`` can run before Prefect is imported.
+"""
