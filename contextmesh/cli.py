@@ -202,6 +202,8 @@ def _execute(args: argparse.Namespace) -> tuple[Any, str]:
     from contextmesh.execution.executor import InProcessExecutor  # noqa: PLC0415
     from contextmesh.render import render_walkthrough  # noqa: PLC0415
 
+    if args.executor == "prefect":
+        return _execute_on_prefect(args)
     executor = InProcessExecutor(width=args.threads)
     if args.session is not None:
         session = _open(args)
@@ -209,6 +211,43 @@ def _execute(args: argparse.Namespace) -> tuple[Any, str]:
         return walk.to_dict(), render_walkthrough(walk) + f"\n(session generation {session.generation})"
     walk = run_walkthrough(feed=args.feed, executor=executor)
     return walk.to_dict(), render_walkthrough(walk)
+
+
+def _execute_on_prefect(args: argparse.Namespace) -> tuple[Any, str]:
+    # Prefect is imported only here: commands that do not run it start fast.
+    from contextmesh.orchestration.server import ensure_server  # noqa: PLC0415
+    from contextmesh.orchestration.walkthrough import run_walkthrough_on_prefect  # noqa: PLC0415
+    from contextmesh.render import render_walkthrough  # noqa: PLC0415
+
+    with ensure_server() as handle:
+        walk = run_walkthrough_on_prefect(args.session, args.feed, max_workers=args.threads)
+        for round_, flow_run_id in walk.flow_runs.items():
+            handle.record(flow_run_id, walk.task_runs.get(round_, 0))
+    text = render_walkthrough(walk, urls=walk.urls)
+    if walk.session_dir is not None:
+        text += f"\n(session {walk.session_dir})"
+    if handle.note:
+        text += f"\n{handle.note}"
+    return walk.to_dict(), text
+
+
+def _server(args: argparse.Namespace) -> tuple[Any, str]:
+    from contextmesh.orchestration import server  # noqa: PLC0415
+
+    if args.action == "start":
+        info = server.start()
+        return info.to_dict(), f"Prefect server running (pid {info.pid}) · UI {info.ui_url} · API {info.api_url}"
+    if args.action == "stop":
+        stopped = server.stop()
+        return {
+            "stopped": stopped
+        }, "stopped the managed Prefect server" if stopped else "no managed server was running"
+    state = server.status()
+    return state.to_dict(), (
+        f"running · UI {state.info.ui_url}"
+        if state.running and state.info is not None
+        else f"not running: {state.reason}"
+    )
 
 
 def _advisory(args: argparse.Namespace) -> tuple[Any, str]:
@@ -282,7 +321,14 @@ def _parser() -> argparse.ArgumentParser:
     invalidate.set_defaults(handler=_invalidate)
     execute = commands.add_parser("execute", help="run the demo plan, break its ground, repair, rerun only what fell")
     execute.add_argument("--feed", type=Path, help="the advisory feed file (default: a fresh temporary one)")
-    execute.add_argument("--threads", type=_positive, default=4, help="width of the in-process executor")
+    execute.add_argument("--threads", type=_positive, default=4, help="how many tasks of a layer run at once")
+    execute.add_argument(
+        "--executor",
+        choices=("prefect", "in-process"),
+        default="prefect",
+        help="run every round as a Prefect flow run (default; starts a local server when none is configured) "
+        "or in this process without Prefect",
+    )
     execute.set_defaults(handler=_execute)
     advisory = demo_sub = demo.add_subparsers(dest="demo_command", metavar="SUBCOMMAND")
     del demo_sub
@@ -293,6 +339,9 @@ def _parser() -> argparse.ArgumentParser:
     adv.add_argument("--feed", type=Path, required=True, help="the feed file the deployment names")
     adv.add_argument("--json", action="store_true", help="print one JSON document instead of text")
     adv.set_defaults(handler=_advisory)
+    srv = commands.add_parser("server", help="start, check or stop the managed local Prefect server and its UI")
+    srv.add_argument("action", choices=("start", "status", "stop"))
+    srv.set_defaults(handler=_server)
     exp = commands.add_parser("export", help="write the dashboard's payload (and, with --inline, its page)")
     exp.add_argument("--out", type=Path, default=Path("dashboard"), metavar="DIR", help="the dashboard directory")
     exp.add_argument("--inline", action="store_true", help="embed the payload so index.html opens from file://")

@@ -200,7 +200,7 @@ def _cli(*args: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_execute_json_equals_the_in_process_walkthrough(walk: Walkthrough, tmp_path: Path) -> None:
-    done = _cli("execute", "--json", "--feed", str(tmp_path / "feed.json"))
+    done = _cli("execute", "--executor", "in-process", "--json", "--feed", str(tmp_path / "feed.json"))
     assert done.returncode == 0, done.stderr
     theirs = json.loads(done.stdout)
     ours = json.loads(file_bytes(walk.to_dict()))
