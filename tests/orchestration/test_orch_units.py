@@ -7,6 +7,7 @@ import uuid
 from pathlib import Path
 
 import pytest
+from prefect.settings.models.root import Settings
 
 from contextmesh.demo.execute import Walkthrough, run_walkthrough
 from contextmesh.execution.plan import RoundReport, Runner
@@ -31,6 +32,17 @@ def test_a_managed_server_gets_its_own_home_no_telemetry_and_fast_recording() ->
     assert env["DO_NOT_TRACK"] == "1" and env["PREFECT_SERVER_ANALYTICS_ENABLED"] == "false"
     assert env["PREFECT_SERVER_SERVICES_TASK_RUN_RECORDER_FLUSH_INTERVAL"] == "1"
     assert env["PREFECT_SERVER_UI_ENABLED"] == "false"
+
+
+def test_a_managed_server_batches_its_event_persister_with_settings_prefect_reads(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    env = settings.server_environment(Path("/h/prefect"), base={})
+    for name, value in settings.PERSISTER_BATCHING.items():
+        assert env[name] == value
+        monkeypatch.setenv(name, value)
+    persister = Settings().server.services.event_persister
+    assert (persister.batch_size, persister.read_batch_size, persister.flush_interval) == (200, 200, 1.0)
 
 
 def test_client_defaults_never_override_what_the_user_set() -> None:
