@@ -616,7 +616,16 @@ class Runner:
         produces: Iterable[str] | None = None,
         rationale: str | None = None,
     ) -> Task:
-        """Ground a stale or failed task on a replacement assumption, moving its durable key with it."""
+        """Ground a stale or failed task on a replacement assumption, moving its durable key with it.
+
+        The replacement supersedes the task's old ground. Supersession is one-to-one (the graph file
+        keeps it two-sided: one ``superseded_by`` per record), so when several tasks shared the old
+        ground, the first repair takes the one successor; a later task repaired onto the same
+        statement shares that successor, and one repaired onto a different statement gets new ground
+        of its own (an existing active assumption with that statement, else a new one) with no
+        supersession link — the ledger's ``repaired`` entry and the task's superseded decision still
+        name what it replaced.
+        """
         task = self.tasks.get(task_name)
         if task is None:
             raise ExecutionError(f"no task '{task_name}' in plan '{self.plan}'")
@@ -644,6 +653,14 @@ class Runner:
         successor = self.graph.assumptions.get(old.superseded_by) if old.superseded_by else None
         if successor is not None and successor.statement == assumes and successor.status == "active":
             new = successor  # another task on the same fallen ground was already repaired onto this one
+        elif successor is not None:
+            # Another task took the old ground's one successor; a second one would make the graph
+            # file's supersession one-sided, and Session.load would refuse it.
+            new = self.assumptions.assume(assumes, created_by="runner")
+            if new.status != "active":
+                raise ExecutionError(
+                    f"task '{task_name}' cannot be repaired onto '{assumes}': that assumption is {new.status}"
+                )
         elif old.status == "active":
             new = self.assumptions.supersede(old.id, assumes, created_by="runner")
         else:
