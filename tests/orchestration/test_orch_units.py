@@ -10,6 +10,7 @@ import pytest
 from prefect.settings.models.root import Settings
 
 from contextmesh.demo.execute import Walkthrough, run_walkthrough
+from contextmesh.errors import ContextMeshError, ExecutionError
 from contextmesh.execution.plan import RoundReport, Runner
 from contextmesh.execution.registry import TaskRegistry
 from contextmesh.graph import ContextGraph
@@ -60,6 +61,13 @@ def test_the_home_is_contextmesh_home_else_the_xdg_state_directory(monkeypatch: 
     assert server.contextmesh_home() == Path("/state/contextmesh")
     monkeypatch.delenv("XDG_STATE_HOME")
     assert server.contextmesh_home() == Path.home() / ".local" / "state" / "contextmesh"
+
+
+def test_server_errors_hang_under_the_execution_branch_of_the_one_tree() -> None:
+    # Like every later layer's error, ServerError lives where it is raised, under a drawn branch.
+    assert server.ServerError.__bases__ == (ExecutionError,)
+    assert issubclass(server.ServerError, ContextMeshError)
+    assert "ServerError" in server.__all__
 
 
 def test_a_home_with_no_pid_file_has_no_server(tmp_path: Path) -> None:
