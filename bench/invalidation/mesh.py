@@ -1,0 +1,238 @@
+"""The ContextMesh contender: the plan as a session, run and rerun by the Prefect flows.
+
+Every task is declared on a :class:`~contextmesh.execution.plan.Runner` with the statement it
+assumes (``fact <f> is <v>``, shared by every task declaring the same fact), the tasks it needs and
+one artefact; one registered worker key runs :func:`invalidation.world.evaluate` for the task
+named in its context, and the first task declaring each fact carries the fact auditor.
+
+A world change is rerun the way an agent would: the changed facts are **submitted as evidence**
+(raw observations, :func:`contextmesh.evidence.submit`), the **recheck flow** runs the standing
+auditors, each of which disproves its ground by citing the observation that contradicts it, the
+tasks whose ground was rejected are **repaired** onto ``fact <f> is <new value>`` (an engine call,
+committed by compare-and-swap), and the **plan flow resumes**: only the stale tasks execute.
+
+What it reports besides the counts: whether every task that fell carries a reason chain starting
+at its rejected assumption, and whether the session's run ledger — with the disproof receipts in
+it — verifies under ``tools/verify_runledger.py`` (stdlib only) at the head the manifest names.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from contextmesh.evidence import submit
+from contextmesh.execution.context import AuditContext, RunContext, Verdict
+from contextmesh.execution.plan import Runner
+from contextmesh.execution.registry import TaskRegistry
+from contextmesh.graph import ContextGraph
+from contextmesh.resolve import Resolver
+from contextmesh.session.commit import latest_generation
+from contextmesh.session.layout import manifest_name
+from contextmesh.session.session import Session
+from invalidation.world import Plan, evaluate, parse_statement, statement
+
+PLAN = "invalidation-bench"
+WORKER_KEY = "bench.invalidation.work.v1"
+AUDITOR_KEY = "bench.invalidation.audit-fact.v1"
+VERIFIER = Path(__file__).resolve().parents[2] / "tools" / "verify_runledger.py"
+
+
+class Calls:
+    """Which task functions actually ran (thread-safe; the flows run workers on a pool)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.names: list[str] = []
+
+    def add(self, name: str) -> None:
+        with self._lock:
+            self.names.append(name)
+
+    def take(self) -> list[str]:
+        """The names recorded since the last take, and forget them."""
+        with self._lock:
+            names, self.names = self.names, []
+        return names
+
+
+def worker(plan: Plan, world: Mapping[str, int], calls: Calls, delay: float) -> Callable[[RunContext], Any]:
+    """The registered worker: the task function of the task named in the context, on the live world."""
+
+    def work(ctx: RunContext) -> dict[str, str]:
+        time.sleep(delay)
+        calls.add(ctx.task)
+        return evaluate(plan.spec(ctx.task), world, dict(ctx.inputs))
+
+    return work
+
+
+def fact_auditor(ctx: AuditContext) -> Verdict:
+    """Disprove ``fact <f> is <v>`` by citing a submitted observation of ``f`` with another value."""
+    fact, value = parse_statement(ctx.assumption)
+    for evidence in ctx.evidence:
+        meta = evidence.metadata
+        if meta.get("kind") == "fact" and meta.get("fact") == fact and meta.get("value") != value:
+            return ctx.disproved(f"{fact} was observed at {meta.get('value')}, not {value}", cite=evidence.id)
+    return ctx.ok(f"no observation contradicts {fact} = {value}")
+
+
+def registry_for(plan: Plan, world: Mapping[str, int], calls: Calls, delay: float) -> TaskRegistry:
+    """The deployment's table for this plan: one worker key, one auditor key."""
+    registry = TaskRegistry()
+    registry.register_worker(WORKER_KEY, worker(plan, world, calls, delay))
+    registry.register_auditor(AUDITOR_KEY, fact_auditor)
+    return registry
+
+
+def declare(runner: Runner, plan: Plan) -> None:
+    """Declare every task of ``plan`` on ``runner`` with the same dependency information the plain
+    contender gets: its assumption (one fact) and its needs."""
+    audited: set[str] = set()
+    for spec in plan.tasks:
+        runner.task(
+            spec.name,
+            assumes=statement(spec.fact, plan.world[spec.fact]),
+            worker_key=WORKER_KEY,
+            auditor_key=None if spec.fact in audited else AUDITOR_KEY,
+            needs=spec.needs,
+            produces=[f"artefact of {spec.name}"],
+        )
+        audited.add(spec.fact)
+
+
+def create_session(directory: Path, plan: Plan, registry: TaskRegistry) -> None:
+    """A new session directory holding the declared plan (nothing run)."""
+    runner = Runner(PLAN, ContextGraph(), registry=registry)
+    declare(runner, plan)
+    Session.create(directory, Session(runner.graph, Resolver(), runner=runner, registry=registry))
+
+
+def served(directory: Path, registry: TaskRegistry) -> dict[str, Any]:
+    """Every task's output as the session holds it now."""
+    session = Session.load(directory, registry=registry)
+    assert session.runner is not None
+    return {name: task.output for name, task in session.runner.tasks.items()}
+
+
+@dataclass
+class MeshRerun:
+    """One rerun of a world change by the ContextMesh contender."""
+
+    executed: list[str]
+    served: dict[str, Any]
+    fallen: list[str]
+    explained: int
+    receipts: int
+    ledger_ok: bool
+    ledger_message: str
+    seconds: dict[str, float] = field(default_factory=dict)
+    task_runs: int = 0
+
+    @property
+    def wall(self) -> float:
+        """Evidence to resumed: the whole rerun."""
+        return sum(self.seconds.values())
+
+
+def verify_ledger(directory: Path) -> tuple[bool, str, dict[str, Any]]:
+    """Run the stdlib verifier on the newest generation's run ledger, at the head its manifest names."""
+    manifest = json.loads((directory / manifest_name(latest_generation(directory))).read_text())
+    ledger_file = directory / manifest["runledger"]["name"]
+    done = subprocess.run(
+        [sys.executable, str(VERIFIER), str(ledger_file), "--expect-head", manifest["ledger_head"]],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    message = (done.stdout or done.stderr).strip()
+    return done.returncode == 0, message, json.loads(ledger_file.read_text())
+
+
+def rerun(
+    directory: Path,
+    plan: Plan,
+    world: Mapping[str, int],
+    change: Mapping[str, int],
+    registry: TaskRegistry,
+    calls: Calls,
+    flows: tuple[Any, Any],
+    quiet: Callable[[str, int], None],
+) -> MeshRerun:
+    """Evidence → recheck flow (disproof) → repair → resume flow, on a session already run once.
+
+    ``world`` must already hold the changed values; ``quiet(flow_run_id, task_runs)`` waits until
+    the server has recorded a flow run, so each step is timed from a quiet client.
+    """
+    plan_flow, recheck_flow = flows
+    calls.take()
+    seconds: dict[str, float] = {}
+    session = Session.load(directory, registry=registry)
+    assert session.runner is not None
+    before = {name: task.decision_id for name, task in session.runner.tasks.items()}
+
+    def observe(s: Session) -> None:
+        assert s.runner is not None
+        for fact, value in sorted(change.items()):
+            submit(
+                s.graph,
+                f"fact {fact} observed at {value}",
+                s.runner.source_id,
+                metadata={"kind": "fact", "fact": fact, "value": value},
+            )
+
+    start = time.perf_counter()
+    session.apply(observe)
+    seconds["evidence"] = time.perf_counter() - start
+    start = time.perf_counter()
+    checked = recheck_flow(session_dir=str(directory))
+    seconds["recheck"] = time.perf_counter() - start
+    quiet(checked["flow_run_id"], checked["task_runs"])
+
+    def repair(s: Session) -> None:
+        runner = s.runner
+        assert runner is not None
+        for name, task in runner.tasks.items():
+            if runner.graph.assumptions[task.assumption_id].status != "active":
+                fact = plan.spec(name).fact
+                runner.repair(name, assumes=statement(fact, world[fact]))
+
+    start = time.perf_counter()
+    session = Session.load(directory, registry=registry)
+    session.apply(repair)
+    seconds["repair"] = time.perf_counter() - start
+    start = time.perf_counter()
+    resumed = plan_flow(session_dir=str(directory), mode="resume")
+    seconds["resume"] = time.perf_counter() - start
+    quiet(resumed["flow_run_id"], resumed["task_runs"])
+    executed = calls.take()
+    assert sorted(executed) == sorted(resumed["executed"]), "the worker calls are the resume's executed tasks"
+    fallen = list(checked["stale"])
+    chains: dict[str, list[str]] = {}
+    for invalidation in checked["report"]["invalidations"]:
+        chains.update(invalidation["invalidated"])
+    explained = sum(
+        1
+        for name in fallen
+        if before[name] in chains and chains[before[name]] and chains[before[name]][0].startswith("assumption(")
+    )
+    ok, message, ledger = verify_ledger(directory)
+    receipts = sum(1 for entry in ledger["entries"] if entry["event"] == "disproved" and entry["receipt"])
+    return MeshRerun(
+        executed,
+        served(directory, registry),
+        fallen,
+        explained,
+        receipts,
+        ok,
+        message,
+        seconds,
+        checked["task_runs"] + resumed["task_runs"],
+    )
