@@ -13,11 +13,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from contextmesh.canonical import file_bytes
-from contextmesh.errors import ContextMeshError, SessionError
+from contextmesh.errors import ContextMeshError, ExecutionError, SessionError
 from contextmesh.ontology import ONTOLOGY, graph_md_path
 
 if TYPE_CHECKING:
     from contextmesh.demo.knowledge import DemoWorld
+    from contextmesh.execution.plan import Runner
+    from contextmesh.orchestration.deployed import Dispatched
+    from contextmesh.orchestration.served import ServedRecord
     from contextmesh.session.session import Session
 
 __all__ = ["main"]
@@ -250,6 +253,125 @@ def _server(args: argparse.Namespace) -> tuple[Any, str]:
     )
 
 
+# -- writes to a session: on its served deployments when serve.py runs for it, else in this process --
+
+
+def _served_record(args: argparse.Namespace) -> ServedRecord | None:
+    if args.local:
+        return None
+    from contextmesh.orchestration.served import find, peek  # noqa: PLC0415 - no Prefect import here
+
+    session_id, _, _ = peek(str(args.session))
+    return find(session_id, args.session)
+
+
+def _feed_text(args: argparse.Namespace) -> str | None:
+    return str(args.feed.resolve()) if args.feed is not None else None
+
+
+def _after_dispatch(args: argparse.Namespace, done: Dispatched, what: str) -> tuple[Any, str]:
+    data: dict[str, Any] = {"dispatched": done.to_dict(), "executor": "deployment"}
+    lines = [f"{what} ran as a flow run of {done.deployment}: {done.state_name} · {done.url}"]
+    if not done.finished:
+        lines.append(f"still {done.state_name.lower()} after {args.wait:g} s; watch it at the address above")
+    elif done.state != "COMPLETED":
+        raise ExecutionError(f"{what} flow run ended {done.state_name}: {done.message or 'no message'} ({done.url})")
+    else:
+        session = _open(args)
+        assert session.runner is not None
+        data["states"] = session.runner.states()
+        data["blocked"] = session.runner.blocked()
+        data["generation"] = session.generation
+        lines.append(_states_line(session))
+    return data, "\n".join(lines)
+
+
+def _states_line(session: Session) -> str:
+    runner = session.runner
+    assert runner is not None
+    blocked = runner.blocked()
+    states = ", ".join(f"{name} {'blocked' if name in blocked else state}" for name, state in runner.states().items())
+    return f"session generation {session.generation} · round {runner.round}: {states}"
+
+
+def _runner_of(session: Session) -> Runner:
+    if session.runner is None:
+        raise ExecutionError(f"{session.directory} holds no execution plan")
+    return session.runner
+
+
+def _recheck(args: argparse.Namespace) -> tuple[Any, str]:
+    record = _served_record(args)
+    if record is not None:
+        from contextmesh.orchestration.deployed import dispatch_recheck  # noqa: PLC0415
+
+        return _after_dispatch(args, dispatch_recheck(record, feed=_feed_text(args), wait=args.wait), "recheck")
+    session = _open(args)
+    report = session.apply(lambda s: _runner_of(s).recheck())
+    text = f"recheck (in-process) round {report.round}: audited {', '.join(report.audited) or 'nothing'}"
+    if report.stale:
+        text += f"; disproved, now stale: {', '.join(report.stale)}"
+    return {"executor": "in-process", "report": report.to_dict(), "generation": session.generation}, (
+        text + "\n" + _states_line(session)
+    )
+
+
+def _resume(args: argparse.Namespace) -> tuple[Any, str]:
+    record = _served_record(args)
+    if record is not None:
+        from contextmesh.orchestration.deployed import dispatch_resume  # noqa: PLC0415
+
+        done = dispatch_resume(record, _open(args), feed=_feed_text(args), wait=args.wait)
+        return _after_dispatch(args, done, "resume")
+    session = _open(args)
+    report = session.apply(lambda s: _runner_of(s).run(include_failed=False))
+    text = f"resume (in-process) round {report.round}: executed {', '.join(report.executed) or 'nothing'}"
+    if report.blocked:
+        text += f"; waiting for repair: {', '.join(sorted(report.blocked))}"
+    return {"executor": "in-process", "report": report.to_dict(), "generation": session.generation}, (
+        text + "\n" + _states_line(session)
+    )
+
+
+def _repair(args: argparse.Namespace) -> tuple[Any, str]:
+    record = _served_record(args)
+    if record is not None:
+        from contextmesh.orchestration.deployed import dispatch_repair  # noqa: PLC0415
+
+        done = dispatch_repair(
+            record,
+            task=args.task,
+            assumes=args.assumes,
+            worker_key=args.worker_key,
+            feed=_feed_text(args),
+            wait=args.wait,
+        )
+        return _after_dispatch(args, done, f"repair of {args.task}")
+    session = _open(args)
+    task = session.apply(lambda s: _runner_of(s).repair(args.task, assumes=args.assumes, worker_key=args.worker_key))
+    text = f"repaired {task.name} (in-process): now {task.worker_key or 'its callable'} on '{task.assumes}'"
+    data = {"executor": "in-process", "task": task.name, "worker_key": task.worker_key, "assumes": task.assumes}
+    return {**data, "generation": session.generation}, text + "\n" + _states_line(session)
+
+
+def _serve(args: argparse.Namespace) -> tuple[Any, str]:
+    import os  # noqa: PLC0415
+
+    script = (args.project / "deployments" / "serve.py").resolve()
+    if not script.is_file():
+        raise ExecutionError(
+            f"{script} does not exist: `contextmesh serve` runs the deployment's deployments/serve.py — run it "
+            "from the project root or name it with --project DIR"
+        )
+    argv = [sys.executable, str(script), "--session", str(args.session.resolve())]
+    argv += ["--interval", f"{args.interval:g}", "--trigger", args.trigger]
+    if args.feed is not None:
+        argv += ["--feed", str(args.feed.resolve())]
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os.execv(sys.executable, argv)  # noqa: S606 - replaces this process: serve.py is the deployment's code, never imported
+
+
 def _advisory(args: argparse.Namespace) -> tuple[Any, str]:
     from contextmesh.demo.auth import publish, withdraw  # noqa: PLC0415
 
@@ -342,6 +464,28 @@ def _parser() -> argparse.ArgumentParser:
     srv = commands.add_parser("server", help="start, check or stop the managed local Prefect server and its UI")
     srv.add_argument("action", choices=("start", "status", "stop"))
     srv.set_defaults(handler=_server)
+    served_help = "dispatch to the session's served deployment (deployments/serve.py) when one runs, else in-process"
+    rck = commands.add_parser("recheck", help="run every standing auditor once; " + served_help)
+    rck.set_defaults(handler=_recheck)
+    res = commands.add_parser("resume", help="run only stale and pending work whose ground stands; " + served_help)
+    res.set_defaults(handler=_resume)
+    rep = commands.add_parser("repair", help="ground a stale or failed task on new ground and a registered key")
+    rep.add_argument("task", help="the task to repair, e.g. hashing")
+    rep.add_argument("--worker-key", help="the registered worker key it runs from now on, e.g. auth.bcrypt.v1")
+    rep.add_argument("--assumes", required=True, help="the statement of its new ground, in quotes")
+    rep.set_defaults(handler=_repair)
+    for sub in (rck, res, rep):
+        sub.add_argument("--session", type=Path, required=True, metavar="DIR", help="the session directory")
+        sub.add_argument("--feed", type=Path, help="the demo advisory feed (default: the deployment's)")
+        sub.add_argument("--wait", type=float, default=120.0, metavar="SECONDS", help="how long to wait for a run")
+        sub.add_argument("--local", action="store_true", help="run in this process even when a deployment serves")
+    srv_ = commands.add_parser("serve", help="serve a session's plan, recheck and repair deployments (serve.py)")
+    srv_.add_argument("--session", type=Path, required=True, metavar="DIR", help="the session directory to serve")
+    srv_.add_argument("--feed", type=Path, help="the advisory feed the demo auditor reads")
+    srv_.add_argument("--interval", type=float, default=600.0, metavar="SECONDS", help="recheck every (default 600)")
+    srv_.add_argument("--trigger", choices=("run-deployment", "automation"), default="run-deployment")
+    srv_.add_argument("--project", type=Path, default=Path(), metavar="DIR", help="where deployments/serve.py is")
+    srv_.set_defaults(handler=_serve)
     exp = commands.add_parser("export", help="write the dashboard's payload (and, with --inline, its page)")
     exp.add_argument("--out", type=Path, default=Path("dashboard"), metavar="DIR", help="the dashboard directory")
     exp.add_argument("--inline", action="store_true", help="embed the payload so index.html opens from file://")

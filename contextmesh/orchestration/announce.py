@@ -7,7 +7,9 @@ deterministic event id — ``uuid5(NAMESPACE, "<session id>|<ledger head>|<assum
 the ledger head is the digest the ledger had right after the disproof was recorded (the disproved
 entry's own digest, which never changes). An announcement is *delivered* once its receipt artifact,
 keyed ``cm-disproved-<event id>``, exists on the Prefect server: the event is emitted, the event
-worker is flushed, and only then is the artifact written. Every flow run that loads a session
+worker is flushed, the resume is triggered when the flow run has a
+:class:`~contextmesh.orchestration.resume.ResumeTrigger` (idempotent by key), and only then is the
+artifact written. Every flow run that loads a session
 re-emits the announcements still pending, with the same id, so re-emission is idempotent — Prefect
 stores an event id once and its triggers skip an id they have seen.
 
@@ -30,6 +32,7 @@ from prefect.events import emit_event
 from prefect.events.worker import EventsWorker
 
 from contextmesh.formats.ledger import LedgerEntry, RunLedger
+from contextmesh.orchestration.resume import ResumeTrigger
 
 __all__ = ["EVENT", "NAMESPACE", "Announcement", "Outbox", "announce_pending", "announcements", "event_id"]
 
@@ -103,9 +106,11 @@ class Outbox:
     the same id, so that is harmless.
     """
 
-    def __init__(self, *, session_id: str, session_dir: str, plan: str) -> None:
+    def __init__(self, *, session_id: str, session_dir: str, plan: str, resume: ResumeTrigger | None = None) -> None:
         self.session_id, self.session_dir, self.plan = session_id, session_dir, plan
         self.delivered: set[str] | None = None
+        self.resume = resume
+        self.resumes: list[dict[str, Any]] = []
 
     def flush(self, ledger: RunLedger) -> list[str]:
         """Emit every announcement not yet delivered, then mark each delivered; return their event ids."""
@@ -120,6 +125,16 @@ class Outbox:
                 continue
             _emit(item, session_id=self.session_id, session_dir=self.session_dir, plan=self.plan)
             EventsWorker.instance().wait_until_empty()  # the event left this process before the mark is written
+            if self.resume is not None and item.stale:
+                # Before the mark: a crash here re-triggers on the next flush under the same key.
+                self.resumes.append(
+                    self.resume(
+                        session_id=self.session_id,
+                        session_dir=self.session_dir,
+                        ledger_head=item.entry.digest,
+                        stale=item.stale,
+                    )
+                )
             create_markdown_artifact(
                 key=item.artifact_key,
                 markdown=render_receipt(item),
@@ -130,9 +145,11 @@ class Outbox:
         return sent
 
 
-def announce_pending(ledger: RunLedger, *, session_id: str, session_dir: str, plan: str) -> list[str]:
+def announce_pending(
+    ledger: RunLedger, *, session_id: str, session_dir: str, plan: str, resume: ResumeTrigger | None = None
+) -> list[str]:
     """Emit every announcement of ``ledger`` not yet delivered (one query); return their event ids."""
-    return Outbox(session_id=session_id, session_dir=session_dir, plan=plan).flush(ledger)
+    return Outbox(session_id=session_id, session_dir=session_dir, plan=plan, resume=resume).flush(ledger)
 
 
 def _emit(item: Announcement, *, session_id: str, session_dir: str, plan: str) -> None:

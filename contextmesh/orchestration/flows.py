@@ -53,28 +53,40 @@ from prefect.futures import PrefectFuture, wait
 from prefect.runtime import flow_run as runtime_flow_run
 from prefect.task_runners import TaskRunner, ThreadPoolTaskRunner
 
-from contextmesh.canonical import loads
 from contextmesh.errors import ContextMeshError, ExecutionError
 from contextmesh.execution.plan import RecheckReport, RoundReport, Runner
 from contextmesh.execution.registry import TaskRegistry
 from contextmesh.invalidation import InvalidationReport
 from contextmesh.orchestration.announce import Outbox
 from contextmesh.orchestration.executor import PrefectExecutor, cached_run, flow_run_id
-from contextmesh.session.commit import latest_generation
-from contextmesh.session.layout import manifest_name, parse_manifest
+from contextmesh.orchestration.resume import ResumeTrigger
+from contextmesh.orchestration.served import peek
 from contextmesh.session.session import Session
 
 __all__ = [
     "CACHED_RUNS_ALL_UP_TO",
+    "PLAN_FLOW",
+    "RECHECK_FLOW",
+    "REPAIR_FLOW",
     "cached_shown",
     "limit_name",
     "make_plan_flow",
     "make_recheck_flow",
+    "peek",
+    "plan_flow_options",
+    "recheck_flow_options",
     "recheck_report_from",
+    "repair_flow_options",
     "round_report_from",
+    "run_plan_round",
+    "run_recheck",
+    "run_repair",
 ]
 
 CACHED_RUNS_ALL_UP_TO = 50
+PLAN_FLOW = "contextmesh-plan"
+RECHECK_FLOW = "contextmesh-recheck"
+REPAIR_FLOW = "contextmesh-repair"
 Mode = Literal["run", "resume"]
 
 
@@ -84,19 +96,6 @@ def limit_name(session_id: str) -> str:
 
 
 # -- reading a session's identity cheaply (for names and the limit, before the full load) ----------
-
-
-def peek(session_dir: str) -> tuple[str, str, int]:
-    """``(session id, plan, round)`` from the newest manifest and its execution file."""
-    directory = Path(session_dir)
-    generation = latest_generation(directory)
-    if generation == 0:
-        raise ExecutionError(f"{directory} holds no session manifest (session-NNNNNN.json)")
-    manifest = parse_manifest(loads((directory / manifest_name(generation)).read_bytes()), generation)
-    if manifest.execution is None:
-        raise ExecutionError(f"{directory} holds no execution plan")
-    execution = loads((directory / manifest.execution.name).read_bytes())
-    return manifest.session_id, str(execution["plan"]), int(execution["round"])
 
 
 def _peeked_name(suffix: str) -> str:
@@ -114,6 +113,11 @@ def _plan_run_name() -> str:
 
 def _recheck_run_name() -> str:
     return _peeked_name(" · recheck")
+
+
+def _repair_run_name() -> str:
+    task = str(runtime_flow_run.get_parameters().get("task", "?"))
+    return _peeked_name(f" · repair {task}")
 
 
 def _identify(name: str, plan: str, session_id: str) -> None:
@@ -171,11 +175,21 @@ def _with(session: Session, executor: PrefectExecutor) -> Runner:
     return runner
 
 
-def _announce(session: Session, outbox: Outbox | None, session_dir: str) -> tuple[Outbox, list[str]]:
+def _announce(
+    session: Session, outbox: Outbox | None, session_dir: str, resume: ResumeTrigger | None
+) -> tuple[Outbox, list[str]]:
     runner = session.runner
     assert runner is not None
-    outbox = outbox or Outbox(session_id=session.session_id, session_dir=session_dir, plan=runner.plan)
+    outbox = outbox or Outbox(session_id=session.session_id, session_dir=session_dir, plan=runner.plan, resume=resume)
     return outbox, outbox.flush(runner.ledger)
+
+
+def _round_description(plan: str, report: RoundReport, mode: Mode, session_id: str) -> str:
+    text = f"{plan} · round {report.round} ({mode}) of session {session_id}"
+    if report.blocked:
+        waiting = ", ".join(sorted(report.blocked))
+        text += f" — {len(report.blocked)} task(s) wait for repair: {waiting}"
+    return text
 
 
 def cached_shown(runner: Runner, report: RoundReport) -> list[str]:
@@ -230,99 +244,179 @@ def _runner(max_workers: int) -> TaskRunner[PrefectFuture[Any]]:
     return cast("TaskRunner[PrefectFuture[Any]]", ThreadPoolTaskRunner(max_workers=max_workers))
 
 
-def make_plan_flow(registry: TaskRegistry, *, max_workers: int = 8) -> Flow[..., dict[str, Any]]:
+def plan_flow_options(
+    *, max_workers: int = 8, task_runner: TaskRunner[PrefectFuture[Any]] | None = None
+) -> dict[str, Any]:
+    """The ``@flow`` options of a plan flow: its name, run name, bounded task runner, no persisted result.
+
+    A deployment that builds its own flow function (to take extra parameters, such as the file its
+    auditors read) passes these to ``flow`` so its runs look like the factory's.
+    """
+    return {
+        "name": PLAN_FLOW,
+        "flow_run_name": _plan_run_name,
+        "task_runner": task_runner or _runner(max_workers),
+        "persist_result": False,
+        "log_prints": False,
+    }
+
+
+def recheck_flow_options(*, max_workers: int = 8) -> dict[str, Any]:
+    """The ``@flow`` options of a recheck flow (see :func:`plan_flow_options`)."""
+    return {
+        "name": RECHECK_FLOW,
+        "flow_run_name": _recheck_run_name,
+        "task_runner": _runner(max_workers),
+        "persist_result": False,
+        "log_prints": False,
+    }
+
+
+def repair_flow_options() -> dict[str, Any]:
+    """The ``@flow`` options of a repair flow (no task runs: a repair runs no code)."""
+    return {"name": REPAIR_FLOW, "flow_run_name": _repair_run_name, "persist_result": False, "log_prints": False}
+
+
+def run_plan_round(
+    session_dir: str, mode: Mode, registry: TaskRegistry, *, resume: ResumeTrigger | None = None
+) -> dict[str, Any]:
+    """The body of a plan flow run: run (every ready task) or resume (stale and pending only) one round.
+
+    Must run inside a flow run made with :func:`plan_flow_options`. ``resume`` is passed on to the
+    announcements this run re-emits (a disproof committed by a recheck that crashed before it
+    announced).
+    """
+    if mode not in ("run", "resume"):
+        raise ExecutionError(f"plan flow mode {mode!r}: a plan round runs in mode 'run' or 'resume'")
+    session_id, _, _ = peek(session_dir)
+    executor = PrefectExecutor()
+    with session_slot(session_id):
+        session = _load(session_dir, registry)
+        runner = _with(session, executor)
+        _identify(f"{runner.plan} · round {runner.round + 1}", runner.plan, session_id)
+        outbox, announced = _announce(session, None, session_dir, resume)
+
+        def one_round(s: Session) -> RoundReport:
+            return _with(s, executor).run(include_failed=mode == "run")
+
+        report = session.apply(one_round, retries=2)
+        runner = _with(session, executor)
+        _identify(f"{runner.plan} · round {report.round}", runner.plan, session_id)
+        shown = cached_shown(runner, report)
+        wait(_cached_runs(runner, shown))
+        announced += _announce(session, outbox, session_dir, resume)[1]
+    create_table_artifact(
+        key=f"cm-round-{report.round}",
+        table=_round_table(runner, report, set(shown)),
+        description=_round_description(runner.plan, report, mode, session_id),
+    )
+    return {
+        "session_id": session_id,
+        "session_dir": session_dir,
+        "generation": session.generation,
+        "plan": runner.plan,
+        "round": report.round,
+        "mode": mode,
+        "flow_run_id": flow_run_id(),
+        "executed": report.executed,
+        "cached_runs": shown,
+        "blocked": report.blocked,
+        "failed": report.failed,
+        "task_runs": executor.task_runs + len(shown),
+        "announced": announced,
+        "report": dataclasses.asdict(report),
+    }
+
+
+def run_recheck(session_dir: str, registry: TaskRegistry, *, resume: ResumeTrigger | None = None) -> dict[str, Any]:
+    """The body of a recheck flow run: every standing auditor; a disproof committed, then announced.
+
+    With ``resume``, each announcement delivered here also starts the plan deployment in resume
+    mode (:mod:`contextmesh.orchestration.resume`); the started runs are in ``resumes``.
+    """
+    session_id, _, _ = peek(session_dir)
+    executor = PrefectExecutor()
+    with session_slot(session_id):
+        session = _load(session_dir, registry)
+        runner = _with(session, executor)
+        _identify(f"{runner.plan} · round {runner.round + 1} · recheck", runner.plan, session_id)
+        outbox, announced = _announce(session, None, session_dir, resume)
+
+        def one_recheck(s: Session) -> RecheckReport:
+            return _with(s, executor).recheck()
+
+        report = session.apply(one_recheck, retries=2)
+        runner = _with(session, executor)
+        _identify(f"{runner.plan} · round {report.round} · recheck", runner.plan, session_id)
+        announced += _announce(session, outbox, session_dir, resume)[1]
+    return {
+        "session_id": session_id,
+        "session_dir": session_dir,
+        "generation": session.generation,
+        "plan": runner.plan,
+        "round": report.round,
+        "flow_run_id": flow_run_id(),
+        "stale": report.stale,
+        "task_runs": executor.task_runs,
+        "announced": announced,
+        "resumes": list(outbox.resumes),
+        "report": dataclasses.asdict(report),
+    }
+
+
+def run_repair(
+    session_dir: str, registry: TaskRegistry, *, task: str, worker_key: str | None, assumes: str
+) -> dict[str, Any]:
+    """The body of a repair flow run: ground one stale or failed task on new ground (and a new key).
+
+    Runs no code: the key is checked against ``registry`` and recorded; the next resume runs it.
+    """
+    session_id, _, _ = peek(session_dir)
+    with session_slot(session_id):
+        session = _load(session_dir, registry)
+        plan = session.runner.plan if session.runner else ""
+        _identify(f"{plan} · repair {task}", plan, session_id)
+
+        def one_repair(s: Session) -> dict[str, Any]:
+            runner = s.runner
+            assert runner is not None
+            repaired = runner.repair(task, assumes=assumes, worker_key=worker_key)
+            return {"task": repaired.name, "worker_key": repaired.worker_key, "assumption_id": repaired.assumption_id}
+
+        done = session.apply(one_repair, retries=2)
+    return {
+        "session_id": session_id,
+        "session_dir": session_dir,
+        "generation": session.generation,
+        "plan": plan,
+        "flow_run_id": flow_run_id(),
+        **done,
+        "assumes": assumes,
+    }
+
+
+def make_plan_flow(
+    registry: TaskRegistry, *, max_workers: int = 8, task_runner: TaskRunner[PrefectFuture[Any]] | None = None
+) -> Flow[..., dict[str, Any]]:
     """A flow that runs or resumes one round of a session's plan as one flow run."""
 
-    @flow(
-        name="contextmesh-plan",
-        flow_run_name=_plan_run_name,
-        task_runner=_runner(max_workers),
-        persist_result=False,
-        log_prints=False,
-    )
+    @flow(**plan_flow_options(max_workers=max_workers, task_runner=task_runner))
     def plan_round(session_dir: str, mode: Mode = "run") -> dict[str, Any]:
         """Run (every ready task) or resume (stale and pending only) one round of the session's plan."""
-        session_id, _, _ = peek(session_dir)
-        executor = PrefectExecutor()
-        with session_slot(session_id):
-            session = _load(session_dir, registry)
-            runner = _with(session, executor)
-            _identify(f"{runner.plan} · round {runner.round + 1}", runner.plan, session_id)
-            outbox, announced = _announce(session, None, session_dir)
-
-            def one_round(s: Session) -> RoundReport:
-                return _with(s, executor).run(include_failed=mode == "run")
-
-            report = session.apply(one_round, retries=2)
-            runner = _with(session, executor)
-            _identify(f"{runner.plan} · round {report.round}", runner.plan, session_id)
-            shown = cached_shown(runner, report)
-            wait(_cached_runs(runner, shown))
-            announced += _announce(session, outbox, session_dir)[1]
-        create_table_artifact(
-            key=f"cm-round-{report.round}",
-            table=_round_table(runner, report, set(shown)),
-            description=f"{runner.plan} · round {report.round} ({mode}) of session {session_id}",
-        )
-        return {
-            "session_id": session_id,
-            "session_dir": session_dir,
-            "generation": session.generation,
-            "plan": runner.plan,
-            "round": report.round,
-            "mode": mode,
-            "flow_run_id": flow_run_id(),
-            "executed": report.executed,
-            "cached_runs": shown,
-            "blocked": report.blocked,
-            "failed": report.failed,
-            "task_runs": executor.task_runs + len(shown),
-            "announced": announced,
-            "report": dataclasses.asdict(report),
-        }
+        return run_plan_round(session_dir, mode, registry)
 
     return plan_round
 
 
-def make_recheck_flow(registry: TaskRegistry, *, max_workers: int = 8) -> Flow[..., dict[str, Any]]:
+def make_recheck_flow(
+    registry: TaskRegistry, *, max_workers: int = 8, resume: ResumeTrigger | None = None
+) -> Flow[..., dict[str, Any]]:
     """A flow that runs every standing auditor of a session's plan as one flow run."""
 
-    @flow(
-        name="contextmesh-recheck",
-        flow_run_name=_recheck_run_name,
-        task_runner=_runner(max_workers),
-        persist_result=False,
-        log_prints=False,
-    )
+    @flow(**recheck_flow_options(max_workers=max_workers))
     def recheck(session_dir: str) -> dict[str, Any]:
         """Run every standing auditor; commit a disproof, then announce it."""
-        session_id, _, _ = peek(session_dir)
-        executor = PrefectExecutor()
-        with session_slot(session_id):
-            session = _load(session_dir, registry)
-            runner = _with(session, executor)
-            _identify(f"{runner.plan} · round {runner.round + 1} · recheck", runner.plan, session_id)
-            outbox, announced = _announce(session, None, session_dir)
-
-            def one_recheck(s: Session) -> RecheckReport:
-                return _with(s, executor).recheck()
-
-            report = session.apply(one_recheck, retries=2)
-            runner = _with(session, executor)
-            _identify(f"{runner.plan} · round {report.round} · recheck", runner.plan, session_id)
-            announced += _announce(session, outbox, session_dir)[1]
-        return {
-            "session_id": session_id,
-            "session_dir": session_dir,
-            "generation": session.generation,
-            "plan": runner.plan,
-            "round": report.round,
-            "flow_run_id": flow_run_id(),
-            "stale": report.stale,
-            "task_runs": executor.task_runs,
-            "announced": announced,
-            "report": dataclasses.asdict(report),
-        }
+        return run_recheck(session_dir, registry, resume=resume)
 
     return recheck
 

@@ -1,0 +1,130 @@
+"""Writes dispatched to a served session's deployments: recheck, repair and resume as flow runs.
+
+Used by the CLI (``contextmesh recheck|repair|resume``) and by the MCP launcher when
+``deployments/serve.py`` serves the session (:mod:`contextmesh.orchestration.served`). Each call
+creates a flow run of the named deployment — a resume under the same idempotency key a recheck
+uses (:mod:`contextmesh.orchestration.resume`), so a resume asked for twice on one ledger head is
+one run — then waits a bounded time. The answer is the flow run's id, UI address and state, and
+``finished``; the run itself commits to the session directory, which the caller re-reads.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING, Any
+
+from contextmesh.orchestration.resume import ResumeTrigger
+from contextmesh.orchestration.served import ServedRecord
+from contextmesh.orchestration.settings import client_settings
+
+if TYPE_CHECKING:
+    from contextmesh.session.session import Session
+
+__all__ = ["Dispatched", "dispatch_recheck", "dispatch_repair", "dispatch_resume", "pending_work"]
+
+TERMINAL = frozenset({"COMPLETED", "FAILED", "CANCELLED", "CRASHED"})
+
+
+@dataclass(frozen=True)
+class Dispatched:
+    """A flow run started on a deployment, as far as the bounded wait saw it."""
+
+    deployment: str
+    flow_run_id: str
+    url: str
+    state: str
+    state_name: str
+    finished: bool
+    message: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain data for ``--json`` and MCP."""
+        return asdict(self)
+
+
+@contextmanager
+def _on(record: ServedRecord) -> Iterator[None]:
+    with client_settings(record.api_url, heartbeat=False):
+        yield
+
+
+def _wait(record: ServedRecord, deployment: str, flow_run_id: str, wait: float) -> Dispatched:
+    from prefect.client.orchestration import get_client  # noqa: PLC0415 - Prefect only when dispatching
+
+    deadline = time.monotonic() + wait
+    state, name, message = "SCHEDULED", "Scheduled", ""
+    with get_client(sync_client=True) as client:
+        while True:
+            run = client.read_flow_run(uuid.UUID(flow_run_id))
+            if run.state is not None:
+                state, name = run.state.type.value, run.state.name or run.state.type.value
+                message = run.state.message or ""
+            if state in TERMINAL or time.monotonic() >= deadline:
+                break
+            time.sleep(0.5)
+    url = record.flow_run_url(flow_run_id)
+    return Dispatched(deployment, flow_run_id, url, state, name, state in TERMINAL, message)
+
+
+def _start(record: ServedRecord, deployment: str, parameters: Mapping[str, Any], wait: float) -> Dispatched:
+    from prefect.client.schemas.objects import FlowRun  # noqa: PLC0415
+    from prefect.deployments import run_deployment  # noqa: PLC0415
+
+    with _on(record):
+        # None means "the deployment's own default", which an explicit null would override.
+        given = {name: value for name, value in parameters.items() if value is not None}
+        run = run_deployment(deployment, parameters=given, timeout=0, as_subflow=False)
+        assert isinstance(run, FlowRun)  # sync call outside any event loop
+        return _wait(record, deployment, str(run.id), wait)
+
+
+def dispatch_recheck(record: ServedRecord, *, feed: str | None = None, wait: float = 120.0) -> Dispatched:
+    """Start the recheck deployment for the served session; wait up to ``wait`` seconds."""
+    return _start(record, record.recheck, {"session_dir": record.session_dir, "feed": feed}, wait)
+
+
+def dispatch_repair(
+    record: ServedRecord,
+    *,
+    task: str,
+    assumes: str,
+    worker_key: str | None,
+    feed: str | None = None,
+    wait: float = 120.0,
+) -> Dispatched:
+    """Start the repair deployment for one task of the served session; wait up to ``wait`` seconds."""
+    parameters = {
+        "session_dir": record.session_dir,
+        "task": task,
+        "assumes": assumes,
+        "worker_key": worker_key,
+        "feed": feed,
+    }
+    return _start(record, record.repair, parameters, wait)
+
+
+def pending_work(session: Session) -> tuple[str, list[str]]:
+    """``(ledger head, tasks not done)`` of a loaded session: what a resume key is made of."""
+    runner = session.runner
+    if runner is None:
+        return "", []
+    return runner.ledger.head, sorted(name for name, state in runner.states().items() if state != "done")
+
+
+def dispatch_resume(
+    record: ServedRecord, session: Session, *, feed: str | None = None, wait: float = 120.0
+) -> Dispatched:
+    """Start (or find) the resume of ``session``'s current ledger head; wait up to ``wait`` seconds.
+
+    ``session`` is the served session as the caller loaded it (with its registry): its ledger head
+    and unfinished tasks make the idempotency key, so asking twice on one head is one run.
+    """
+    head, pending = pending_work(session)
+    trigger = ResumeTrigger(record.plan, {"feed": feed} if feed is not None else {})
+    with _on(record):
+        found = trigger(session_id=record.session_id, session_dir=record.session_dir, ledger_head=head, stale=pending)
+        return _wait(record, record.plan, found["flow_run_id"], wait)

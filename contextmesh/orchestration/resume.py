@@ -1,0 +1,75 @@
+"""Recheck → resume: a committed disproof starts the plan deployment in resume mode, exactly once.
+
+The default path (ADR 0006): the recheck flow run, right after it announces a disproof, calls
+``run_deployment`` on the plan deployment with ``mode="resume"`` and an **idempotency key** made of
+the session id, the ledger head at the disproof (the ``disproved`` entry's digest, which never
+changes), a digest of the stale set, and an attempt number. Prefect returns the existing flow run
+for a key it has seen, so the same disproof triggered twice — a recheck re-run after a crash, a
+pending announcement re-emitted by a later flow run — lands on one resume. A resume that ended
+``Crashed``, ``Failed`` or ``Cancelled`` without committing leaves the ledger head where it was; the
+trigger then moves to the next attempt number, so a crashed resume can run again.
+
+The alternative (documented in docs/deploying.md, ``deployments/serve.py --trigger automation``):
+a Prefect automation on the ``contextmesh.assumption.disproved`` event. It needs no code in the
+flow, but automations carry no idempotency key; the deterministic event id is what keeps one
+disproof to one run there.
+
+A resume is started for every disproof that left stale tasks, even when all of them wait for
+repair: its round table says which tasks are blocked and why, which is what a person watching
+the UI needs to see next. A recheck that disproves nothing starts nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from contextmesh.canonical import digest
+
+__all__ = ["RETRYABLE", "ResumeTrigger", "idempotency_key"]
+
+RETRYABLE = frozenset({"CRASHED", "FAILED", "CANCELLED"})  # ended without a commit: run again
+
+
+def idempotency_key(session_id: str, ledger_head: str, stale: Sequence[str], attempt: int) -> str:
+    """The key one resume attempt of one disproof is created under."""
+    stale_digest = digest(sorted(set(stale)))
+    return f"contextmesh-resume|{session_id}|{ledger_head}|{stale_digest}|{attempt}"
+
+
+@dataclass(frozen=True)
+class ResumeTrigger:
+    """Starts ``deployment`` (``"<flow>/<deployment>"``) in resume mode for a session's disproof.
+
+    ``parameters`` are added to every run it starts (a deployment's own, such as the file its
+    auditors read); ``session_dir`` and ``mode`` are always set by the trigger.
+    """
+
+    deployment: str
+    parameters: Mapping[str, Any] = field(default_factory=dict)
+    max_attempts: int = 5
+
+    def __call__(self, *, session_id: str, session_dir: str, ledger_head: str, stale: Sequence[str]) -> dict[str, Any]:
+        """Start (or find) the resume run for this disproof; returns its id, state, key and attempt."""
+        from prefect.client.schemas.objects import FlowRun  # noqa: PLC0415 - Prefect only where a flow runs
+        from prefect.deployments import run_deployment  # noqa: PLC0415
+
+        parameters = {**self.parameters, "session_dir": session_dir, "mode": "resume"}
+        found: dict[str, Any] = {}
+        for attempt in range(self.max_attempts):
+            key = idempotency_key(session_id, ledger_head, stale, attempt)
+            run = run_deployment(  # sync here: the flows that call it are synchronous
+                self.deployment,
+                parameters=parameters,
+                timeout=0,  # start it and return: the resume waits for this recheck's session slot
+                idempotency_key=key,
+                as_subflow=False,  # its own flow run in the UI, not a child of the recheck
+                tags=[f"cm.session:{session_id}", "cm.trigger:recheck"],
+            )
+            assert isinstance(run, FlowRun)
+            state = run.state.type.value if run.state is not None else "SCHEDULED"
+            found = {"flow_run_id": str(run.id), "state": state, "key": key, "attempt": attempt}
+            if state not in RETRYABLE:
+                return found
+        return found
