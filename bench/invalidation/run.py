@@ -86,13 +86,15 @@ def run_bench(
     width: int = 8,
     repeat: int = 3,
     only: tuple[str, ...] | None = None,
+    extra: tuple[Case, ...] = (),
     progress: Callable[[str], None] = lambda _: None,
 ) -> BenchResult:
-    """Run every named case ``repeat`` times for both contenders against the server at ``api``."""
+    """Run every named case (those in ``only``, when given) and the ``extra`` cases ``repeat`` times
+    for both contenders against the server at ``api``."""
     from contextmesh.orchestration.flows import make_plan_flow, make_recheck_flow
 
     plan = generate(seed=seed, layers=layers, columns=columns)
-    cases = [c for c in named_cases(plan) if only is None or c.key in only]
+    cases = [c for c in named_cases(plan) if only is None or c.key in only] + list(extra)
     results = [CaseResult(c, ground_truth(plan, plan.world, c.apply(plan.world))) for c in cases]
     delay = delay_ms / 1000
     world = dict(plan.world)  # the live world: both contenders' workers read it
@@ -148,6 +150,8 @@ def run_bench(
         "delay_ms": delay_ms,
         "width": width,
         "repeat": repeat,
+        "coarse": len(plan.coarse),
+        "undeclared_reads": sum(1 for s in plan.tasks if s.undeclared),
     }
     return BenchResult(plan, results, full, settings)
 
