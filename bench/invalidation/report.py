@@ -52,6 +52,15 @@ def invalidation_rows(bench: BenchResult) -> list[list[str]]:
                 f"CM / plain {_runs(ratios)} ({_spread(ratios)})",
             ]
         )
+        steps = {k: median(step[k] for step in result.mesh_steps) for k in ("evidence", "recheck", "repair", "resume")}
+        rows.append(
+            [
+                "  CM steps, median s",
+                " / ".join(f"{v:.2f}" for v in steps.values()),
+                "-",
+                f"evidence / recheck ({result.task_runs['ContextMesh']} task runs with the resume) / repair / resume",
+            ]
+        )
     total_fallen = sum(r.fallen for r in bench.cases)
     total_explained = sum(r.explained for r in bench.cases)
     rows.append(
