@@ -140,9 +140,12 @@ def test_recheck_repair_resume_run_in_process_without_a_served_deployment(
     feed, directory = tmp_path / "feed.json", tmp_path / "session"
     save_demo_session(directory, rounds=0, feed=feed)
     common = ["--session", str(directory), "--feed", str(feed), "--json"]
+    entries = len(open_demo_session(directory, feed=feed).runner.ledger)  # type: ignore[union-attr]
     assert main(["recheck", *common]) == 0
     quiet = loads(capsys.readouterr().out)
     assert quiet["executor"] == "in-process" and quiet["report"]["stale"] == []
+    after = open_demo_session(directory, feed=feed).runner.ledger  # type: ignore[union-attr]
+    assert len(after) == entries + 1 and after.entries[-1].event == "audited", "one summary entry, nothing else"
     publish(feed, "argon2-cffi", ADVISORY_TEXT)
     assert main(["recheck", *common]) == 0
     assert loads(capsys.readouterr().out)["report"]["stale"] == ["hashing", "routes", "rate_limit"]
