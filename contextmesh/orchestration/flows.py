@@ -147,12 +147,19 @@ def ensure_limit(name: str) -> None:
                 client.create_global_concurrency_limit(GlobalConcurrencyLimitCreate(name=name, limit=1))
 
 
+# The slot is a lease the holder renews (every 3/4 of it) while it runs. A holder killed outright
+# (SIGKILL, OOM, a lost host) cannot release it: the server frees it only when the lease expires,
+# so the lease bounds how long the next writer of the session waits after a crash. Prefect's
+# default is 300 s; 60 s is the shortest the API accepts.
+SLOT_LEASE_SECONDS = 60.0
+
+
 @contextlib.contextmanager
 def session_slot(session_id: str) -> Iterator[None]:
     """Hold the session's one writer slot for the block (waits while another flow run holds it)."""
     name = limit_name(session_id)
     ensure_limit(name)
-    with concurrency(name, occupy=1, strict=True):
+    with concurrency(name, occupy=1, strict=True, lease_duration=SLOT_LEASE_SECONDS):
         yield
 
 
