@@ -1,55 +1,107 @@
 """Serve a session over MCP with this deployment's registry embedded: the launcher for ``contextmesh-mcp``.
 
-    python deployments/serve_mcp.py --session ./session [--feed FILE] [contextmesh-mcp options …]
+    python deployments/serve_mcp.py --session ./session [--feed FILE] [--dispatch auto|never]
+                                    [--dispatch-wait SECONDS] [contextmesh-mcp options …]
 
 A session holding an execution plan names worker and auditor *keys*; only the deployment that
 serves it can say which code a key means. The plain ``contextmesh-mcp`` command therefore refuses
-such a session, and this launcher supplies the registry: the bundled demo's workers and advisory
-auditor, registered under this deployment's keys by :func:`contextmesh.demo.auth.register_demo`
-(the one registration function the CLI also calls). The auditor reads the advisory feed named by
+such a session, and this launcher supplies the registry from ``registry/`` (:func:`build_registry`,
+the table every process of this deployment builds). Its advisory auditor reads the feed named by
 ``--feed FILE``, else ``$CONTEXTMESH_DEMO_FEED``, else the demo's default under
-``$CONTEXTMESH_HOME``. Every other argument goes to ``contextmesh-mcp`` unchanged.
+``$CONTEXTMESH_HOME``.
 
-A deployment of your own copies this file and registers its own implementations instead.
+When ``deployments/serve.py`` serves the same session (its served record under
+``$CONTEXTMESH_HOME/served/`` names a live process for this directory), ``mesh_recheck`` and
+``mesh_resume`` are dispatched to its deployments as Prefect flow runs
+(:class:`~contextmesh.orchestration.mcp_dispatch.PrefectDispatcher`): each waits up to
+``--dispatch-wait`` seconds (default 60) and returns the report, or the flow run's id, address and
+state if it is still running. Whether ``serve.py`` is looked for is decided once, at start:
+``--dispatch never`` keeps both in this process; with ``auto`` (the default) and no served record
+they run in-process too. A dispatching server never falls back to in-process: while the API or
+the deployments do not answer, ``tools/list`` names both tools under ``_meta.notAnswering`` and
+calls to them are refused. The other writes always run in this process.
+
+Every other argument goes to ``contextmesh-mcp`` unchanged. A deployment of your own copies this
+file beside its own ``registry/``.
 """
 
 from __future__ import annotations
 
-import os
+import argparse
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from contextmesh.demo.auth import register_demo
-from contextmesh.demo.session import default_feed
-from contextmesh.execution.registry import TaskRegistry
-from contextmesh.mcp.server import main as mcp_main
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))  # registry/ lives beside this folder
 
-FEED_ENV = "CONTEXTMESH_DEMO_FEED"
+from contextmesh.orchestration.settings import prepare_environment  # noqa: E402
 
+prepare_environment()  # before anything imports Prefect (a dispatcher does, on its first probe)
 
-def feed_path(argv: Sequence[str]) -> Path:
-    """The advisory feed: ``--feed FILE`` in the arguments, else ``$CONTEXTMESH_DEMO_FEED``, else the default."""
-    for index, arg in enumerate(argv):
-        if arg == "--feed" and index + 1 < len(argv):
-            return Path(argv[index + 1])
-        if arg.startswith("--feed="):
-            return Path(arg.partition("=")[2])
-    named = os.environ.get(FEED_ENV)
-    return Path(named) if named else default_feed()
+from contextmesh.errors import ContextMeshError  # noqa: E402
+from contextmesh.mcp.dispatch import Dispatcher  # noqa: E402
+from contextmesh.mcp.server import main as mcp_main  # noqa: E402
+from registry import build_registry, feed_path  # noqa: E402
+
+PROG = "serve_mcp.py"
 
 
-def deployment_registry(feed: Path) -> TaskRegistry:
-    """This deployment's key → callable table (workers and auditors)."""
-    registry = TaskRegistry()
-    register_demo(registry, feed=feed)
-    return registry
+def _say(text: str) -> None:
+    sys.stderr.write(f"{PROG}: {text}\n")
+    sys.stderr.flush()
+
+
+def _split(argv: Sequence[str]) -> tuple[argparse.Namespace, list[str]]:
+    """This launcher's own options, and the arguments ``contextmesh-mcp`` gets (``--dispatch*`` removed)."""
+    parser = argparse.ArgumentParser(prog=PROG, add_help=False, allow_abbrev=False)
+    parser.add_argument("--session", type=Path)
+    parser.add_argument("--feed", type=Path)
+    parser.add_argument("--dispatch", choices=("auto", "never"), default="auto")
+    parser.add_argument("--dispatch-wait", type=float, default=None, metavar="SECONDS")
+    ours, _ = parser.parse_known_args(argv)
+    if ours.dispatch_wait is not None and not ours.dispatch_wait > 0:
+        parser.error(f"--dispatch-wait {ours.dispatch_wait}: a positive number of seconds")
+    rest: list[str] = []
+    skip = False
+    for arg in argv:
+        if skip:
+            skip = False
+        elif arg in {"--dispatch", "--dispatch-wait"}:
+            skip = True
+        elif not arg.startswith(("--dispatch=", "--dispatch-wait=")):
+            rest.append(arg)
+    return ours, rest
+
+
+def dispatcher_for(session: Path, *, wait: float | None = None) -> Dispatcher | None:
+    """The dispatcher to ``serve.py``'s deployments when it serves ``session``, else None (in-process)."""
+    from contextmesh.orchestration import mcp_dispatch, served  # noqa: PLC0415
+
+    try:
+        session_id, _, _ = served.peek(str(session))
+        record = served.find(session_id, session)
+    except (ContextMeshError, OSError):
+        return None  # not a session with a plan (contextmesh-mcp says what is wrong with it)
+    if record is None:
+        return None
+    return mcp_dispatch.PrefectDispatcher(record, wait=wait or mcp_dispatch.DEFAULT_WAIT)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run ``contextmesh-mcp`` with this deployment's registry."""
+    """Run ``contextmesh-mcp`` with this deployment's registry (and its deployments, when served)."""
     args = list(sys.argv[1:] if argv is None else argv)
-    return mcp_main(args, registry=deployment_registry(feed_path(args)))
+    try:
+        ours, rest = _split(args)
+    except SystemExit as exc:
+        return exc.code if isinstance(exc.code, int) else 2
+    dispatcher = None
+    if ours.session is not None and ours.dispatch == "auto":
+        dispatcher = dispatcher_for(ours.session, wait=ours.dispatch_wait)
+        if dispatcher is not None:
+            _say(f"serve.py serves {ours.session}: mesh_recheck and mesh_resume dispatch to {dispatcher.name}")
+    return mcp_main(rest, registry=build_registry(feed_path(ours.feed)), dispatcher=dispatcher)
 
 
 if __name__ == "__main__":

@@ -62,6 +62,8 @@ LAYERS: dict[str, float] = {
     "contextmesh.demo.*": 8.7,
     # 9 orchestration
     "contextmesh.orchestration.*": 9,
+    # the bridge from MCP's recheck/resume to the served deployments: builds the MCP result models
+    "contextmesh.orchestration.mcp_dispatch": 10,
     # 10 surfaces
     "contextmesh.cli": 10,
     "contextmesh.render": 10,
