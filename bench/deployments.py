@@ -1,0 +1,422 @@
+"""Publication → stale closure finished, on a session served by ``deployments/serve.py``.
+
+    .venv/bin/python bench/deployments.py [--repeat 3] [--interval 5] [--poll 1]
+                                          [--triggers run-deployment,automation] [--no-full-loop]
+
+The reported figure of the deployments issue. A managed Prefect server (SQLite, no UI) is started
+in a temporary ``$CONTEXTMESH_HOME`` on a free loopback port and stopped at the end. Each
+repetition runs every variant once, interleaved so they share the machine's load:
+
+* ``default``  — ``serve.py`` with Prefect's own runner polling (``PREFECT_RUNNER_POLL_FREQUENCY``
+  unset: 10 s in Prefect 3.9.1, ``prefect/settings/models/runner.py``);
+* ``poll N s`` — the same with ``PREFECT_RUNNER_POLL_FREQUENCY=N`` in serve.py's environment
+  (an integer number of seconds: the setting is typed ``int``);
+
+each with every ``--triggers`` path from the recheck to the resume (``run-deployment``, the
+default: the recheck flow calls ``run_deployment`` under an idempotency key; ``automation``: a
+Prefect automation on the ``contextmesh.assumption.disproved`` event). Per variant and repetition:
+
+1. a fresh demo session (``contextmesh session save DIR --feed F``: plan round 1 executed) and
+   ``serve.py --session DIR --feed F --interval S --trigger T``;
+2. once the first scheduled recheck has COMPLETED (the deployments are up and polled), the
+   advisory is published to the feed — the library call ``contextmesh demo advisory publish
+   argon2-cffi …`` makes, timed in this process: that instant is t0;
+3. **closure**: t0 → the resume flow run the disproof started reaches COMPLETED (Prefect's
+   ``end_time``). In the demo every stale task waits on the rejected ground (``hashing`` is
+   grounded on it; ``routes`` and ``rate_limit`` need ``hashing``), so that run executes nothing:
+   it records which tasks wait for repair. The breakdown: t0 → the disproving recheck's start
+   (schedule phase + runner poll + flow-run process start), that recheck's run, its disproof →
+   the resume's start (trigger + runner poll + process start), the resume's run;
+4. **full loop** (unless ``--no-full-loop``): right after that, as a person would,
+   ``contextmesh repair hashing --worker-key auth.hash.bcrypt.v1 --assumes "bcrypt has no open
+   advisory" --session DIR --feed F`` then ``contextmesh resume --session DIR --feed F`` (both
+   dispatch to the served deployments and wait); t0 → that resume flow run COMPLETED, and the
+   repair+resume part alone (first CLI call → COMPLETED, CLI start-up included);
+5. serve.py gets SIGTERM (then SIGKILL after 40 s) and the next variant starts.
+
+Printed: every sample, then p50 / min / max per variant, and the load average (1, 5, 15 min)
+before and after. All times are wall clock on one machine: this process's ``time.time()`` for t0,
+the server's run timestamps for the rest.
+
+:func:`demo_loop` (the server, session, serve.py, advisory, repair and resume above) is also what
+``scripts/screenshot-prefect-ui`` drives to photograph a real resume flow run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import math
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _common import percentile  # noqa: E402
+
+from contextmesh.demo.auth import ADVISORY_TEXT, publish  # noqa: E402
+from contextmesh.orchestration import server  # noqa: E402
+from contextmesh.orchestration.served import peek  # noqa: E402
+
+PLAN_FLOW, RECHECK_FLOW = "contextmesh-plan", "contextmesh-recheck"
+REPAIR = ("hashing", "auth.hash.bcrypt.v1", "bcrypt has no open advisory")
+POLL_SETTING = "PREFECT_RUNNER_POLL_FREQUENCY"
+TERMINAL = frozenset({"COMPLETED", "FAILED", "CANCELLED", "CRASHED"})
+
+
+def _epoch(stamp: str | None) -> float:
+    if not stamp:
+        return float("nan")
+    return datetime.fromisoformat(stamp).timestamp()
+
+
+def _say(text: str) -> None:
+    sys.stderr.write(f"bench: {text}\n")
+    sys.stderr.flush()
+
+
+def load_average() -> str:
+    one, five, fifteen = os.getloadavg()
+    return f"{one:.2f} {five:.2f} {fifteen:.2f} ({os.cpu_count()} CPUs)"
+
+
+# -- the server --------------------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def managed_server(home: Path, *, ui: bool = False) -> Iterator[server.ServerInfo]:
+    """A managed Prefect server under ``home`` on a free loopback port, stopped on exit."""
+    port = server.free_port()
+    # The UI asks the API at PREFECT_SERVER_UI_API_URL, which Prefect derives from
+    # PREFECT_SERVER_API_PORT (4200), not from `--port`: name it, or the UI of a server on any
+    # other port talks to port 4200. server_environment() passes it through from this environment.
+    os.environ["PREFECT_SERVER_UI_API_URL"] = f"http://127.0.0.1:{port}/api"
+    info = server.start(home, port=port, ui=ui, keep=True)
+    try:
+        yield info
+    finally:
+        server.stop(home)
+
+
+class Api:
+    """The few REST calls the bench makes (httpx: this process never imports Prefect)."""
+
+    def __init__(self, api_url: str) -> None:
+        self.client = httpx.Client(base_url=api_url, timeout=10.0)
+
+    def flow_runs(self, session_id: str, flow: str) -> list[dict[str, Any]]:
+        body = {"flows": {"name": {"any_": [flow]}}, "flow_runs": {"tags": {"all_": [f"cm.session:{session_id}"]}}}
+        reply = self.client.post("/flow_runs/filter", json={**body, "sort": "EXPECTED_START_TIME_ASC", "limit": 200})
+        reply.raise_for_status()
+        return list(reply.json())
+
+    def flow_run(self, flow_run_id: str) -> dict[str, Any]:
+        reply = self.client.get(f"/flow_runs/{flow_run_id}")
+        reply.raise_for_status()
+        return dict(reply.json())
+
+    def task_runs(self, flow_run_id: str) -> list[dict[str, Any]]:
+        body = {"flow_runs": {"id": {"any_": [flow_run_id]}}, "sort": "NAME_ASC"}
+        reply = self.client.post("/task_runs/filter", json=body)
+        reply.raise_for_status()
+        return list(reply.json())
+
+
+# -- one served session ---------------------------------------------------------------------------
+
+
+def cli(home: Path, *args: str, timeout: float = 300.0) -> dict[str, Any]:
+    """Run ``contextmesh ARGS --json`` as a person would; its JSON answer."""
+    env = {**os.environ, "CONTEXTMESH_HOME": str(home)}
+    env.pop("PREFECT_API_URL", None)
+    done = subprocess.run(
+        [sys.executable, "-m", "contextmesh", *args, "--json"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+    if done.returncode != 0:
+        raise RuntimeError(f"contextmesh {' '.join(args)} exited {done.returncode}: {done.stderr.strip()[-600:]}")
+    return dict(json.loads(done.stdout))
+
+
+@dataclass
+class Served:
+    """A demo session served by ``deployments/serve.py`` in its own process group."""
+
+    home: Path
+    session: Path
+    feed: Path
+    session_id: str
+    process: subprocess.Popen[bytes]
+    log: Path
+
+    def stop(self, grace: float = 40.0) -> float:
+        """SIGTERM, wait up to ``grace`` seconds, then SIGKILL the process group; seconds it took."""
+        start = time.monotonic()
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(self.process.pid, signal.SIGTERM)
+        try:
+            self.process.wait(timeout=grace)
+        except subprocess.TimeoutExpired:
+            _say(f"serve.py (pid {self.process.pid}) still running after {grace:g} s: SIGKILL")
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.process.pid, signal.SIGKILL)  # flow-run subprocesses left in its group
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.process.wait(timeout=10)
+        return time.monotonic() - start
+
+
+def serve_session(
+    home: Path, workdir: Path, *, interval: float, trigger: str, poll: int | None, name: str = "session"
+) -> Served:
+    """Save a fresh demo session under ``workdir`` and start serve.py for it."""
+    session, feed = workdir / name, workdir / f"{name}-feed.json"
+    cli(home, "session", "save", str(session), "--feed", str(feed))
+    session_id, _, _ = peek(str(session))
+    env = {**os.environ, "CONTEXTMESH_HOME": str(home)}
+    env.pop("PREFECT_API_URL", None)  # serve.py finds the managed server of CONTEXTMESH_HOME
+    env.pop(POLL_SETTING, None)
+    if poll is not None:
+        env[POLL_SETTING] = str(poll)
+    log = workdir / f"{name}-serve.log"
+    argv = [sys.executable, str(ROOT / "deployments" / "serve.py"), "--session", str(session), "--feed", str(feed)]
+    argv += ["--interval", f"{interval:g}", "--trigger", trigger]
+    with log.open("wb") as out:
+        process = subprocess.Popen(
+            argv,
+            cwd=ROOT,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    return Served(home, session, feed, session_id, process, log)
+
+
+def wait_for(what: str, probe: Any, timeout: float, served: Served | None = None) -> Any:
+    """Poll ``probe()`` every 0.2 s until it returns something truthy."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        found = probe()
+        if found:
+            return found
+        if served is not None and served.process.poll() is not None:
+            raise RuntimeError(
+                f"serve.py exited {served.process.returncode} while waiting for {what}; see {served.log}"
+            )
+        time.sleep(0.2)
+    raise TimeoutError(f"no {what} within {timeout:g} s")
+
+
+def first_recheck_done(api: Api, served: Served, timeout: float) -> dict[str, Any]:
+    """The first COMPLETED recheck of the session: its deployments are up and being polled."""
+
+    def probe() -> dict[str, Any] | None:
+        done = [r for r in api.flow_runs(served.session_id, RECHECK_FLOW) if r["state_type"] == "COMPLETED"]
+        return done[0] if done else None
+
+    return dict(wait_for("completed recheck", probe, timeout, served))
+
+
+def resume_after(api: Api, served: Served, t0: float, timeout: float) -> dict[str, Any]:
+    """The first plan flow run created after ``t0`` (the disproof's resume), once it is terminal."""
+
+    def probe() -> dict[str, Any] | None:
+        runs = [r for r in api.flow_runs(served.session_id, PLAN_FLOW) if _epoch(r["created"]) >= t0]
+        runs.sort(key=lambda r: _epoch(r["created"]))
+        return runs[0] if runs and runs[0]["state_type"] in TERMINAL else None
+
+    return dict(wait_for("terminal resume after the advisory", probe, timeout, served))
+
+
+def disproving_recheck(api: Api, served: Served, resume: dict[str, Any]) -> dict[str, Any] | None:
+    """The recheck that started ``resume``: the last completed one started before the resume was created."""
+    created = _epoch(resume["created"])
+    runs = [
+        r
+        for r in api.flow_runs(served.session_id, RECHECK_FLOW)
+        if r["state_type"] == "COMPLETED" and _epoch(r["start_time"]) <= created
+    ]
+    return max(runs, key=lambda r: _epoch(r["start_time"])) if runs else None
+
+
+@dataclass
+class Sample:
+    """One repetition of one variant, in seconds."""
+
+    variant: str
+    closure: float
+    to_recheck: float
+    recheck: float
+    to_resume: float
+    resume: float
+    full: float = float("nan")
+    repair_resume: float = float("nan")
+    notes: list[str] = field(default_factory=list)
+
+
+def repair_and_resume(home: Path, served: Served, api: Api) -> tuple[float, dict[str, Any]]:
+    """``contextmesh repair`` then ``contextmesh resume`` on the served session; (start, resume run)."""
+    task, key, assumes = REPAIR
+    started = time.time()
+    session, feed = str(served.session), str(served.feed)
+    cli(home, "repair", task, "--worker-key", key, "--assumes", assumes, "--session", session, "--feed", feed)
+    answer = cli(home, "resume", "--session", session, "--feed", feed)
+    run = api.flow_run(answer["dispatched"]["flow_run_id"])
+    return started, run
+
+
+def measure(api: Api, served: Served, variant: str, *, full_loop: bool, timeout: float) -> Sample:
+    """Steps 2–4 of the module docstring on a session that serve.py already serves."""
+    first_recheck_done(api, served, timeout)
+    t0 = time.time()
+    publish(served.feed, "argon2-cffi", ADVISORY_TEXT)
+    resume = resume_after(api, served, t0, timeout)
+    notes = [] if resume["state_type"] == "COMPLETED" else [f"resume ended {resume['state_name']}"]
+    recheck = disproving_recheck(api, served, resume) or {}
+    r_start, r_end = _epoch(recheck.get("start_time")), _epoch(recheck.get("end_time"))
+    start, end = _epoch(resume["start_time"]), _epoch(resume["end_time"])
+    sample = Sample(variant, end - t0, r_start - t0, r_end - r_start, start - r_end, end - start, notes=notes)
+    if full_loop and not notes:
+        began, final = repair_and_resume(served.home, served, api)
+        if final["state_type"] != "COMPLETED":
+            sample.notes.append(f"repaired resume ended {final['state_name']}")
+        sample.full = _epoch(final["end_time"]) - t0
+        sample.repair_resume = _epoch(final["end_time"]) - began
+    return sample
+
+
+# -- the demo loop, for the screenshot script --------------------------------------------------
+
+
+@dataclass(frozen=True)
+class DemoRun:
+    """What :func:`demo_loop` did: the server, the session and the two resume flow runs."""
+
+    info: server.ServerInfo
+    served: Served
+    blocked_resume: dict[str, Any]
+    repaired_resume: dict[str, Any]
+
+
+@contextlib.contextmanager
+def demo_loop(workdir: Path, *, ui: bool = True, interval: float = 5.0, timeout: float = 300.0) -> Iterator[DemoRun]:
+    """The whole demo on a fresh managed server, kept running (UI included) inside the block."""
+    home = workdir / "home"
+    with managed_server(home, ui=ui) as info:
+        api = Api(info.api_url)
+        served = serve_session(home, workdir, interval=interval, trigger="run-deployment", poll=None)
+        try:
+            first_recheck_done(api, served, timeout)
+            t0 = time.time()
+            publish(served.feed, "argon2-cffi", ADVISORY_TEXT)
+            blocked = resume_after(api, served, t0, timeout)
+            _, repaired = repair_and_resume(home, served, api)
+            yield DemoRun(info, served, blocked, repaired)
+        finally:
+            served.stop()
+
+
+# -- the report --------------------------------------------------------------------------------
+
+
+COLUMNS = ("closure", "to_recheck", "recheck", "to_resume", "resume", "full", "repair_resume")
+
+
+def _row(cells: list[str]) -> str:
+    return "  ".join(cell.rjust(19) if i else cell.ljust(36) for i, cell in enumerate(cells))
+
+
+def report(samples: list[Sample], variants: list[str]) -> None:
+    print(_row(["variant / sample (seconds)", *COLUMNS]))
+    for sample in samples:
+        cells = [f"{getattr(sample, c):.1f}" for c in COLUMNS]
+        print(_row([sample.variant, *cells]) + (f"  ({'; '.join(sample.notes)})" if sample.notes else ""))
+    print()
+    print(_row(["variant: p50 [min-max]", *COLUMNS]))
+    for variant in variants:
+        mine = [s for s in samples if s.variant == variant]
+        cells = []
+        for column in COLUMNS:
+            values = [v for v in (getattr(s, column) for s in mine) if not math.isnan(v)]
+            cells.append(f"{percentile(values, 50):.1f} [{min(values):.1f}-{max(values):.1f}]" if values else "-")
+        print(_row([f"{variant} (n={len(mine)})", *cells]))
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--repeat", type=int, default=3, help="repetitions of every variant (interleaved)")
+    parser.add_argument("--interval", type=float, default=5.0, help="serve.py --interval: the recheck schedule, s")
+    parser.add_argument("--poll", type=int, default=1, help=f"{POLL_SETTING} of the tuned variant (whole seconds)")
+    parser.add_argument("--triggers", default="run-deployment", help="comma-separated: run-deployment,automation")
+    parser.add_argument("--no-full-loop", action="store_true", help="skip repair + resume after the closure")
+    parser.add_argument("--timeout", type=float, default=300.0, help="seconds to wait for any one step")
+    parser.add_argument("--keep", action="store_true", help="keep the temporary directory (logs, sessions)")
+    args = parser.parse_args()
+    triggers = [t for t in args.triggers.split(",") if t]
+    if not set(triggers) <= {"run-deployment", "automation"} or not triggers:
+        parser.error(f"--triggers {args.triggers}: run-deployment and/or automation")
+    variants = [(t, p) for t in triggers for p in (None, args.poll)]
+    names = [f"{t} · {'default poll' if p is None else f'poll {p} s'}" for t, p in variants]
+    workdir = Path(tempfile.mkdtemp(prefix="cm-bench-deployments-"))
+    print(f"bench/deployments.py: serve.py --interval {args.interval:g}; variants {', '.join(names)}")
+    print(f"load average before: {load_average()}")
+    samples: list[Sample] = []
+    try:
+        with managed_server(workdir / "home") as info:
+            api = Api(info.api_url)
+            _say(f"managed server {info.api_url} (home {workdir / 'home'})")
+            for rep in range(args.repeat):
+                for (trigger, poll), name in zip(variants, names, strict=True):
+                    served = serve_session(
+                        workdir / "home",
+                        workdir,
+                        interval=args.interval,
+                        trigger=trigger,
+                        poll=poll,
+                        name=f"r{rep}-{trigger}-{poll or 'default'}",
+                    )
+                    try:
+                        sample = measure(api, served, name, full_loop=not args.no_full_loop, timeout=args.timeout)
+                    except (RuntimeError, TimeoutError) as exc:
+                        sample = Sample(name, *([float("nan")] * 5), notes=[str(exc)[:200]])
+                    finally:
+                        stopped = served.stop()
+                    samples.append(sample)
+                    _say(
+                        f"rep {rep + 1} {name}: closure {sample.closure:.1f} s, full {sample.full:.1f} s "
+                        f"(serve.py stopped in {stopped:.1f} s; load {load_average()})"
+                    )
+    finally:
+        if args.keep:
+            _say(f"kept {workdir}")
+        else:
+            shutil.rmtree(workdir, ignore_errors=True)
+    print()
+    report(samples, names)
+    print()
+    print(f"load average after: {load_average()}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
