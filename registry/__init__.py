@@ -32,7 +32,13 @@ def feed_path(feed: str | Path | None = None) -> Path:
 
 
 def build_registry(feed: str | Path | None = None) -> TaskRegistry:
-    """This deployment's key → callable table (workers and auditors), bound to the advisory ``feed``."""
-    registry = TaskRegistry()
-    register_demo(registry, feed=feed_path(feed))
+    """This deployment's key → callable table (workers and auditors), bound to the advisory ``feed``.
+
+    The table carries its recipe, ``build_registry(<the feed's absolute path>)``: a Dask or Ray
+    worker process that receives it imports this module and builds the same table here, reading the
+    same feed whatever its own working directory or environment says.
+    """
+    path = feed_path(feed).absolute()
+    registry = TaskRegistry(recipe=(build_registry, (path,)))
+    register_demo(registry, feed=path)
     return registry
