@@ -1,0 +1,271 @@
+"""MCP against a served deployment: mesh_recheck and mesh_resume as Prefect flow runs, through MCP alone.
+
+A real Prefect server; ``deployments/serve.py`` serving a demo session saved by the CLI; the MCP
+server started through ``deployments/serve_mcp.py`` as a stdio subprocess, which finds the served
+record and dispatches. The flow runs commit to the session directory; the MCP process sees their
+generations without a restart. Prefect's REST API is read back for the runs the tools report.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from mcp import Client, StdioServerParameters
+from mcp_helpers import LAUNCHER, PYTHON, ROOT, dir_bytes, served_session
+from served_helpers import ServeProcess, flow_runs, get, get_status, post, task_runs, wait_for
+
+from contextmesh.demo.auth import DEFAULT_KEYS, PLAN_NAME
+from contextmesh.demo.session import demo_registry
+from contextmesh.ids import slug
+from contextmesh.mcp.served import ServedSession
+from contextmesh.mcp.server import build_server
+from contextmesh.orchestration import served
+from contextmesh.orchestration.mcp_dispatch import PrefectDispatcher, round_of
+from contextmesh.orchestration.server import free_port
+from contextmesh.session.session import Session
+
+pytestmark = [pytest.mark.anyio, pytest.mark.integration]
+BCRYPT = DEFAULT_KEYS["bcrypt"]
+STALE = ["hashing", "routes", "rate_limit"]
+DISPATCHED = ["mesh_recheck", "mesh_resume"]
+PLAN_SOURCE = slug(f"execution plan: {PLAN_NAME}", "source")
+ADVISORY = {
+    "text": "argon2-cffi: CVE-2026-9999, memory-hard parameters silently downgraded (advisory)",
+    "source_id": PLAN_SOURCE,
+    "external_id": "osv/CVE-2026-9999",
+    "metadata": {"kind": "advisory", "package": "argon2-cffi"},
+}
+
+
+async def call(client: Client, name: str, arguments: dict[str, Any] | None = None) -> dict[str, Any]:
+    result = await client.call_tool(name, arguments or {})
+    assert not result.is_error, result.content
+    assert result.structured_content is not None
+    return result.structured_content
+
+
+async def refusal(client: Client, name: str, arguments: dict[str, Any] | None = None) -> str:
+    result = await client.call_tool(name, arguments or {})
+    assert result.is_error, result.structured_content
+    return str(result.content[0].text)  # type: ignore[union-attr]
+
+
+async def session_resource(client: Client) -> dict[str, Any]:
+    return json.loads((await client.read_resource("contextmesh://session")).contents[0].text)  # type: ignore[union-attr]
+
+
+def launcher(serving: ServeProcess) -> StdioServerParameters:
+    args = [str(LAUNCHER), "--session", str(serving.directory), "--feed", str(serving.feed), "--dispatch-wait", "150"]
+    return StdioServerParameters(command=PYTHON, args=args, cwd=str(ROOT), env=serving.launcher_env())
+
+
+def ledger_entries(serving: ServeProcess) -> list[dict[str, Any]]:
+    """The run ledger as committed (the newest generation)."""
+    runner = Session.load(serving.directory, registry=demo_registry(serving.feed), policy="never").runner
+    assert runner is not None
+    return [e.to_dict() for e in runner.ledger.entries]
+
+
+# -- the acceptance path ------------------------------------------------------------------------------
+
+
+@pytest.mark.slow
+async def test_the_full_path_through_mcp_alone_against_a_served_deployment(prefect_api: str, tmp_path: Path) -> None:
+    serving = ServeProcess(prefect_api, tmp_path)
+    api, sid = prefect_api, serving.session_id
+    try:
+        async with Client(launcher(serving), read_timeout_seconds=300) as client:
+            listed = await client.list_tools()
+            assert listed.meta["notAnswering"] == []  # type: ignore[index]
+            start = (await session_resource(client))["generation"]
+            assert (await session_resource(client))["served"]["dispatch"].startswith("Prefect deployments")
+
+            # an advisory observation, then the deployment's recheck interprets it
+            stored = await call(client, "mesh_submit_evidence", ADVISORY)
+            assert stored["created"] and stored["committed"] and stored["generation"] == start + 1
+            recheck = await call(client, "mesh_recheck")
+            run = recheck["flow_run"]
+            assert run["completed"] and run["state"] == "Completed"
+            assert run["url"].endswith(f"/runs/flow-run/{run['id']}")
+            recheck_run = get(api, f"/flow_runs/{run['id']}")
+            assert round_of(recheck_run["name"]) == recheck["round"] == 2 and recheck_run["name"].endswith("· recheck")
+            assert get(api, f"/deployments/{recheck_run['deployment_id']}")["name"] == "recheck"
+            (invalidation,) = recheck["invalidations"]
+            assert invalidation["evidence_id"] == stored["evidence_id"]  # the auditor cites the submission
+            assert invalidation["statement"] == "argon2-cffi has no open advisory"
+            assert recheck["stale"] == STALE
+            assert recheck["audited"] == ["schema", "hashing", "tokens", "routes", "rate_limit"]
+            assert recheck["committed"] and recheck["generation"] >= stored["generation"] + 1
+            fallen = invalidation["assumption_id"]
+
+            # the recheck started the plan deployment in resume mode itself: everything waits for repair
+            (follow_on,) = wait_for(
+                "the recheck's own resume run to finish",
+                lambda: [
+                    r
+                    for r in flow_runs(api, flow="contextmesh-plan", tags=[f"cm.session:{sid}", "cm.trigger:recheck"])
+                    if r["state_type"] in {"COMPLETED", "FAILED", "CRASHED", "CANCELLED"}
+                ],
+                timeout=180,
+            )
+            assert follow_on["state_type"] == "COMPLETED"
+            blocked_round = round_of(follow_on["name"])
+            assert {e["event"] for e in ledger_entries(serving) if e["round"] == blocked_round} == {
+                "cached",
+                "blocked",
+            }
+
+            # blast radius: the fallen ground can take nothing more down; repair onto the bcrypt key
+            already = await call(client, "mesh_blast_radius", {"assumption_id": fallen})
+            assert already["blast_radius"] == 0 and "already rejected" in already["note"]
+            onto = {"task": "hashing", "worker_key": BCRYPT, "assumes": "bcrypt has no open advisory"}
+            repair = await call(client, "mesh_repair", onto)
+            assert repair["worker_key"] == BCRYPT and repair["replaces"] == fallen and repair["state"] == "stale"
+            replacement = repair["assumption_id"]
+            nothing = await call(client, "mesh_blast_radius", {"assumption_id": replacement})
+            assert nothing["blast_radius"] == 0 and nothing["would_invalidate"] == [] and nothing["status"] == "active"
+
+            # the resume runs only the stale closure, as Prefect task runs
+            resume = await call(client, "mesh_resume")
+            run = resume["flow_run"]
+            assert run["completed"] and run["state"] == "Completed" and run["id"] != follow_on["id"]
+            assert resume["executed"] == STALE and resume["cached"] == ["schema", "tokens"]
+            assert resume["layers"] == [["hashing"], ["routes"], ["rate_limit"]]
+            assert resume["blocked"] == {} and resume["failed"] == {} and resume["stale"] == []
+            assert resume["changed"] and resume["round"] == blocked_round + 1
+            runs = task_runs(api, run["id"], expected=8)  # three workers, their three audits, two Cached
+            by_name = {r["name"]: r for r in runs}
+            assert sorted(by_name) == sorted(
+                [*STALE, *(f"{t} · audit" for t in STALE), "schema · cached", "tokens · cached"]
+            )
+            for name in STALE:
+                assert by_name[name]["state_type"] == "COMPLETED" and by_name[name]["state_name"] == "Completed"
+                assert "cm.role:worker" in by_name[name]["tags"]
+            assert by_name["hashing"]["tags"].count(f"cm.worker:{BCRYPT}") == 1
+            for name in ("schema", "tokens"):
+                assert by_name[f"{name} · cached"]["state_name"] == "Cached"
+            executed = [e for e in ledger_entries(serving) if e["event"] == "executed"]
+            assert [e["task"] for e in executed if e["round"] == resume["round"]] == STALE
+            for entry in (e for e in executed if e["round"] == resume["round"]):
+                assert entry["run"]["flow_run_id"] == run["id"]  # the ledger points at the UI
+                assert by_name[entry["task"]]["id"] == entry["run"]["task_run_id"]
+
+            # the same process, without a restart, answers from the new generation
+            now = await session_resource(client)
+            assert now["generation"] == resume["generation"] and now["served"]["reloads"] >= 2
+            assert now["plan"]["round"] == resume["round"]
+            lineage = await call(client, "mesh_lineage", {"assumption_id": replacement})
+            assert [(r["id"], r["status"]) for r in lineage["chain"]] == [(fallen, "rejected"), (replacement, "active")]
+            decision_id = next(
+                e["src"]
+                for e in (await call(client, "mesh_get_node", {"node_id": replacement}))["in_edges"]
+                if e["type"] == "depends_on"
+            )
+            assert decision_id == slug(f"{PLAN_NAME}|hashing|v2", "decision")
+            node = await call(client, "mesh_get_node", {"node_id": decision_id})
+            assert node["live"] and node["attrs"]["worker_key"] == BCRYPT
+            observed = {"text": "bcrypt 4.2 released", "source_id": PLAN_SOURCE}
+            follow_up = await call(client, "mesh_submit_evidence", observed)
+            assert follow_up["created"] and follow_up["committed"]
+            assert follow_up["generation"] == resume["generation"] + 1
+            answers = {
+                "node": node,
+                "lineage": lineage,
+                "radius": await call(client, "mesh_blast_radius", {"assumption_id": replacement}),
+                "health": await call(client, "mesh_health"),
+            }
+
+        # a restart answers identically
+        async with Client(launcher(serving), read_timeout_seconds=300) as client:
+            assert (await session_resource(client))["generation"] == follow_up["generation"]
+            assert await call(client, "mesh_get_node", {"node_id": decision_id}) == answers["node"]
+            assert await call(client, "mesh_lineage", {"assumption_id": replacement}) == answers["lineage"]
+            assert await call(client, "mesh_blast_radius", {"assumption_id": replacement}) == answers["radius"]
+            health = await call(client, "mesh_health")
+            strip = lambda h: {**h, "signals": [s for s in h["signals"] if s["kind"] != "dead_ends"]}  # noqa: E731
+            assert strip(health) == strip(answers["health"])
+
+            # serve.py stops: the running server names both tools as not answering and refuses them
+            serving.stop()
+            assert serving.record() is None and not served.path_for(sid, serving.home).exists()
+            before = dir_bytes(serving.directory)
+            stopped = await wait_for_not_answering(client)
+            assert stopped == DISPATCHED
+            refused = await refusal(client, "mesh_recheck")
+            assert "not answering" in refused and "nothing runs in this process instead" in refused
+            assert "not answering" in await refusal(client, "mesh_resume")
+            assert dir_bytes(serving.directory) == before  # no fallback to in-process
+    finally:
+        serving.stop()
+
+
+async def wait_for_not_answering(client: Client, timeout: float = 30.0) -> list[str]:
+    """``tools/list``'s notAnswering once the cached probe has expired (a few seconds' TTL)."""
+    with anyio.fail_after(timeout):
+        while True:
+            names = (await client.list_tools()).meta["notAnswering"]  # type: ignore[index]
+            if names:
+                return list(names)
+            await anyio.sleep(0.5)
+
+
+# -- the probe ----------------------------------------------------------------------------------------
+
+
+async def test_not_answering_follows_a_cached_probe_of_serve_the_api_and_both_deployments(
+    prefect_api: str, session_dir: Path, feed: Path, tmp_path: Path
+) -> None:
+    home = tmp_path / "home"
+    session_id, _, _ = served.peek(str(session_dir))
+    names = ("contextmesh-plan/plan", "contextmesh-recheck/recheck", "contextmesh-repair/repair")
+
+    def serving(api: str) -> PrefectDispatcher:
+        record = served.ServedRecord(session_id, str(session_dir), api, *names, "run-deployment", os.getpid())
+        served.remember(record, home)
+        return PrefectDispatcher(record, home=home, probe_ttl=60.0)
+
+    async def listed(dispatcher: PrefectDispatcher, calls: int = 3) -> list[str]:
+        plain = served_session(session_dir, feed)
+        session = ServedSession(plain.session, ephemeral=False, source="test", dispatcher=dispatcher, probe_ttl=60.0)
+        async with Client(build_server(session)) as client:
+            seen = [(await client.list_tools()).meta["notAnswering"] for _ in range(calls)]  # type: ignore[index]
+            assert all(s == seen[0] for s in seen)
+            if seen[0]:
+                before = dir_bytes(session_dir)
+                assert "not answering" in await refusal(client, "mesh_recheck")
+                assert dir_bytes(session_dir) == before
+            return list(seen[0])
+
+    dead = serving(f"http://127.0.0.1:{free_port()}/api")  # nothing listens there
+    assert await listed(dead) == DISPATCHED and dead.probes == 1  # three lists and a refused call, one probe
+
+    _ensure_deployments(prefect_api, names[:2])
+    up = serving(prefect_api)
+    assert await listed(up) == [] and up.probes == 1
+
+    served.forget(session_id, home)  # serve.py stopped: its deployments still exist, nobody runs them
+    assert not up.probe()
+    gone = serving(prefect_api.removesuffix("/api") + "/nope/api")  # an address that answers, but no API
+    assert not gone.probe()
+
+
+def _ensure_deployments(api: str, names: tuple[str, ...]) -> None:
+    """Deployments by these names (no runner behind them: the probe only asks that they exist)."""
+    for name in names:
+        if get_status(api, f"/deployments/name/{name}") == 200:
+            continue  # served earlier in this run: leave it as serve.py registered it
+        flow, _, deployment = name.partition("/")
+        flow_id = post(api, "/flows/", {"name": flow})["id"]
+        post(api, "/deployments/", {"name": deployment, "flow_id": flow_id})
+
+
+def test_round_of_reads_the_name_a_round_gives_its_flow_run() -> None:
+    assert round_of("secure-authentication · round 3") == 3
+    assert round_of("secure-authentication · round 12 · recheck") == 12
+    assert round_of("secure-authentication · repair hashing") is None
+    assert round_of("contextmesh · session") is None
