@@ -259,6 +259,14 @@ def _server(args: argparse.Namespace) -> tuple[Any, str]:
 def _served_record(args: argparse.Namespace) -> ServedRecord | None:
     if args.local:
         return None
+    if args.deployment:
+        from contextmesh.orchestration.deployed import configured_record  # noqa: PLC0415
+        from contextmesh.orchestration.server import configured_api_url  # noqa: PLC0415
+
+        api_url = configured_api_url()
+        if not api_url:
+            raise ExecutionError("--deployment dispatches to PREFECT_API_URL, which is not set")
+        return configured_record(args.session, api_url)
     from contextmesh.orchestration.served import find, peek  # noqa: PLC0415 - no Prefect import here
 
     session_id, _, _ = peek(str(args.session))
@@ -274,6 +282,10 @@ def _after_dispatch(args: argparse.Namespace, done: Dispatched, what: str) -> tu
     lines = [f"{what} ran as a flow run of {done.deployment}: {done.state_name} · {done.url}"]
     if not done.finished:
         lines.append(f"still {done.state_name.lower()} after {args.wait:g} s; watch it at the address above")
+    elif done.state == "CANCELLED" and what == "recheck":
+        # The recheck deployment runs one at a time and cancels a new run while one is running
+        # (CANCEL_NEW): the running recheck audits the same facts, so this is not a failure.
+        lines.append(f"not run: {done.message or 'another recheck of this session was running'}")
     elif done.state != "COMPLETED":
         raise ExecutionError(f"{what} flow run ended {done.state_name}: {done.message or 'no message'} ({done.url})")
     else:
@@ -478,7 +490,13 @@ def _parser() -> argparse.ArgumentParser:
         sub.add_argument("--session", type=Path, required=True, metavar="DIR", help="the session directory")
         sub.add_argument("--feed", type=Path, help="the demo advisory feed (default: the deployment's)")
         sub.add_argument("--wait", type=float, default=120.0, metavar="SECONDS", help="how long to wait for a run")
-        sub.add_argument("--local", action="store_true", help="run in this process even when a deployment serves")
+        where = sub.add_mutually_exclusive_group()
+        where.add_argument("--local", action="store_true", help="run in this process even when a deployment serves")
+        where.add_argument(
+            "--deployment",
+            action="store_true",
+            help="dispatch to the prefect.yaml deployments on PREFECT_API_URL (a work pool; no serve.py)",
+        )
     srv_ = commands.add_parser("serve", help="serve a session's plan, recheck and repair deployments (serve.py)")
     srv_.add_argument("--session", type=Path, required=True, metavar="DIR", help="the session directory to serve")
     srv_.add_argument("--feed", type=Path, help="the advisory feed the demo auditor reads")

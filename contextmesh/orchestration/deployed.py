@@ -10,23 +10,39 @@ one run — then waits a bounded time. The answer is the flow run's id, UI addre
 
 from __future__ import annotations
 
+import os
 import time
 import uuid
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from contextmesh.errors import ExecutionError
 from contextmesh.orchestration.resume import ResumeTrigger
-from contextmesh.orchestration.served import ServedRecord
+from contextmesh.orchestration.served import ServedRecord, peek
 from contextmesh.orchestration.settings import client_settings
 
 if TYPE_CHECKING:
     from contextmesh.session.session import Session
 
-__all__ = ["Dispatched", "dispatch_recheck", "dispatch_repair", "dispatch_resume", "pending_work"]
+__all__ = [
+    "PLAN_DEPLOYMENT",
+    "RECHECK_DEPLOYMENT",
+    "REPAIR_DEPLOYMENT",
+    "Dispatched",
+    "configured_record",
+    "dispatch_recheck",
+    "dispatch_repair",
+    "dispatch_resume",
+    "pending_work",
+]
 
 TERMINAL = frozenset({"COMPLETED", "FAILED", "CANCELLED", "CRASHED"})
+PLAN_DEPLOYMENT = "contextmesh-plan/plan"
+RECHECK_DEPLOYMENT = "contextmesh-recheck/recheck"
+REPAIR_DEPLOYMENT = "contextmesh-repair/repair"
 
 
 @dataclass(frozen=True)
@@ -128,3 +144,40 @@ def dispatch_resume(
     with _on(record):
         found = trigger(session_id=record.session_id, session_dir=record.session_dir, ledger_head=head, stale=pending)
         return _wait(record, record.plan, found["flow_run_id"], wait)
+
+
+def configured_record(session_dir: Path, api_url: str) -> ServedRecord:
+    """The deployments of ``deployments/prefect.yaml`` on ``api_url``, as a record for this session.
+
+    A work-pool deployment has no ``serve.py`` process and so no served record; ``--deployment``
+    on the CLI names it instead. The three deployments must exist and default their
+    ``session_dir`` to this directory — a deployment of another session is refused, naming it.
+    """
+    from prefect.client.orchestration import get_client  # noqa: PLC0415
+    from prefect.exceptions import ObjectNotFound  # noqa: PLC0415
+
+    session_id, _, _ = peek(str(session_dir))
+    names = {"plan": PLAN_DEPLOYMENT, "recheck": RECHECK_DEPLOYMENT, "repair": REPAIR_DEPLOYMENT}
+    with client_settings(api_url, heartbeat=False), get_client(sync_client=True) as client:
+        for role, name in names.items():
+            try:
+                deployment = client.read_deployment_by_name(name)
+            except ObjectNotFound:
+                raise ExecutionError(
+                    f"no deployment {name!r} on {api_url}: deploy deployments/prefect.yaml for this session first"
+                ) from None
+            named = deployment.parameters.get("session_dir")
+            if not isinstance(named, str) or Path(named).resolve() != session_dir.resolve():
+                raise ExecutionError(
+                    f"deployment {name!r} ({role}) on {api_url} serves session_dir {named!r}, not {session_dir}"
+                )
+    return ServedRecord(
+        session_id,
+        str(session_dir.resolve()),
+        api_url,
+        PLAN_DEPLOYMENT,
+        RECHECK_DEPLOYMENT,
+        REPAIR_DEPLOYMENT,
+        "run-deployment",
+        os.getpid(),
+    )

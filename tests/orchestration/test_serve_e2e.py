@@ -240,3 +240,18 @@ def _rows(data: object) -> list[dict[str, str]]:
     rows = loads(data) if isinstance(data, str) else data
     assert isinstance(rows, list)
     return rows
+
+
+def test_deployment_flag_dispatches_without_a_served_record_and_refuses_another_session(
+    serving: Served, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--deployment``: the work-pool path (prefect.yaml, no serve.py) names the deployments on the API."""
+    other = tmp_path / "other"
+    save_demo_session(other, rounds=0, feed=tmp_path / "feed.json")
+    assert main(["recheck", "--session", str(other), "--deployment"]) == 1
+    err = capsys.readouterr().err
+    assert "contextmesh-plan/plan" in err and str(serving.directory) in err and str(other) in err
+    assert main(["recheck", "--session", str(serving.directory), "--deployment", "--json", "--wait", "120"]) == 0
+    done = loads(capsys.readouterr().out)
+    assert done["dispatched"]["deployment"] == "contextmesh-recheck/recheck"
+    assert done["dispatched"]["state"] in {"COMPLETED", "CANCELLED"}  # CANCEL_NEW when a scheduled one runs
