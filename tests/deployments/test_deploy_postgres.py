@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from datetime import datetime
 from typing import Any
 
 import pytest
@@ -22,6 +23,8 @@ from deploy_helpers import ROOT, flow_run, post, table_rows, task_runs, timed, w
 from contextmesh.demo.auth import ADVISORY_TEXT, DEFAULT_KEYS
 from contextmesh.demo.execute import REPAIR_GROUND
 from contextmesh.demo.session import open_demo_session
+from contextmesh.orchestration.announce import announcements
+from contextmesh.orchestration.resume import idempotency_key
 from contextmesh.session.commit import latest_generation
 
 pytestmark = pytest.mark.integration
@@ -40,6 +43,10 @@ def _cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedP
     )
     assert done.returncode == 0, done.stdout + done.stderr
     return done
+
+
+def _at(stamp: str) -> datetime:
+    return datetime.fromisoformat(stamp)
 
 
 def _run(name: str, parameters: dict[str, Any], *, timeout: float = 150.0) -> str:
@@ -95,8 +102,14 @@ def test_recheck_resume_repair_resume_on_postgres_through_a_process_worker(
         resume = wait_state(prefect_api, resume["id"], {"COMPLETED", "FAILED", "CRASHED"}, timeout=150)
     assert resume["state_type"] == "COMPLETED", resume["state"]
     assert resume["parameters"] == {"session_dir": session_dir, "mode": "resume"}
+    # Made by the recheck: created while it ran, under the key of its disproof (the ledger entry's
+    # digest, the stale set, attempt 0).
+    assert _at(recheck["start_time"]) <= _at(resume["created"]) <= _at(recheck["end_time"])
+    after_recheck = open_demo_session(demo.directory, feed=demo.feed)
+    assert after_recheck.runner is not None
+    (disproof,) = announcements(after_recheck.runner.ledger, session_id)
+    assert resume["idempotency_key"] == idempotency_key(session_id, disproof.entry.digest, sorted(STALE), 0)
     assert resume["idempotency_key"].startswith(f"contextmesh-resume|{session_id}|")
-    assert resume["idempotency_key"].endswith("|0")
     assert f"cm.session:{session_id}" in resume["tags"]
     assert resume["name"] == "secure-authentication · round 3"
     rows = {row["task"]: row for row in table_rows(prefect_api, "cm-round-3", resume["id"])}
