@@ -85,6 +85,7 @@ def prefect_parts(args: argparse.Namespace, parts: set[str], work: Path) -> tupl
                     delay_ms=args.delay_ms,
                     width=args.width,
                     repeat=args.repeat,
+                    server_pid=info.pid,
                     progress=_say,
                 )
             if "resume" in parts:

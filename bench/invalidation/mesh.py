@@ -135,6 +135,7 @@ class MeshRerun:
     ledger_message: str
     seconds: dict[str, float] = field(default_factory=dict)
     task_runs: int = 0
+    cpu: float = 0.0
 
     @property
     def wall(self) -> float:
@@ -165,11 +166,13 @@ def rerun(
     calls: Calls,
     flows: tuple[Any, Any],
     quiet: Callable[[str, int], None],
+    clock: Callable[[], float] = time.process_time,
 ) -> MeshRerun:
     """Evidence → recheck flow (disproof) → repair → resume flow, on a session already run once.
 
     ``world`` must already hold the changed values; ``quiet(flow_run_id, task_runs)`` waits until
-    the server has recorded a flow run, so each step is timed from a quiet client.
+    the server has recorded a flow run, so each step is timed from a quiet client. ``clock`` gives
+    CPU seconds; the rerun's CPU (evidence to the resume recorded) is ``MeshRerun.cpu``.
     """
     plan_flow, recheck_flow = flows
     calls.take()
@@ -188,6 +191,7 @@ def rerun(
                 metadata={"kind": "fact", "fact": fact, "value": value},
             )
 
+    cpu = clock()
     start = time.perf_counter()
     session.apply(observe)
     seconds["evidence"] = time.perf_counter() - start
@@ -212,6 +216,7 @@ def rerun(
     resumed = plan_flow(session_dir=str(directory), mode="resume")
     seconds["resume"] = time.perf_counter() - start
     quiet(resumed["flow_run_id"], resumed["task_runs"])
+    cpu = clock() - cpu
     executed = calls.take()
     assert sorted(executed) == sorted(resumed["executed"]), "the worker calls are the resume's executed tasks"
     fallen = list(checked["stale"])
@@ -235,4 +240,5 @@ def rerun(
         message,
         seconds,
         checked["task_runs"] + resumed["task_runs"],
+        cpu,
     )

@@ -39,6 +39,8 @@ def _must(result: CaseResult) -> str:
 def invalidation_rows(bench: BenchResult) -> list[list[str]]:
     """Rows for the named cases, reason chains, the ledger and the first full run."""
     rows: list[list[str]] = []
+    who = "client + server" if bench.settings.get("server_cpu") else "client"
+    runs = bench.settings["repeat"]
     for result in bench.cases:
         mesh, plain = result.counts["ContextMesh"], result.counts["plain Prefect"]
         rows.append([f"{result.case.title}: exec / stale / needless", _counts(mesh), _counts(plain), _must(result)])
@@ -46,10 +48,20 @@ def invalidation_rows(bench: BenchResult) -> list[list[str]]:
         ratios = _ratios(walls_m, walls_p)
         rows.append(
             [
-                "  rerun wall s (3 runs)",
+                f"  rerun wall s ({runs} runs)",
                 _runs(walls_m),
                 _runs(walls_p),
                 f"CM / plain {_runs(ratios)} ({_spread(ratios)})",
+            ]
+        )
+        cpu_m, cpu_p = result.cpu["ContextMesh"], result.cpu["plain Prefect"]
+        cpu_ratios = _ratios(cpu_m, cpu_p)
+        rows.append(
+            [
+                f"  rerun CPU s, {who} ({runs} runs)",
+                _runs(cpu_m),
+                _runs(cpu_p),
+                f"CM / plain {_runs(cpu_ratios)} ({_spread(cpu_ratios)})",
             ]
         )
         steps = {k: median(step[k] for step in result.mesh_steps) for k in ("evidence", "recheck", "repair", "resume")}
@@ -84,7 +96,7 @@ def invalidation_rows(bench: BenchResult) -> list[list[str]]:
     full_m, full_p = bench.full["ContextMesh"], bench.full["plain Prefect"]
     rows.append(
         [
-            "first full run s (3 runs)",
+            f"first full run s ({runs} runs)",
             _runs(full_m),
             _runs(full_p),
             f"CM / plain {_runs(_ratios(full_m, full_p))}; plain writes {bench.settings['tasks']} cached results",

@@ -13,10 +13,12 @@ every repetition (they are deterministic; a difference is a bug and stops the ru
 
 from __future__ import annotations
 
+import os
 import shutil
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +37,7 @@ class CaseResult:
     truth: Truth
     counts: dict[str, dict[str, int]] = field(default_factory=dict)
     walls: dict[str, list[float]] = field(default_factory=lambda: {c: [] for c in CONTENDERS})
+    cpu: dict[str, list[float]] = field(default_factory=lambda: {c: [] for c in CONTENDERS})
     task_runs: dict[str, int] = field(default_factory=dict)
     fallen: int = 0
     explained: int = 0
@@ -69,6 +72,22 @@ def quiet_client(api: str) -> Callable[[str, int], None]:
     return wait
 
 
+def cpu_seconds(server_pid: int | None) -> float:
+    """CPU seconds used so far by this process and by the Prefect server process (when known).
+
+    Steadier than wall time on a shared machine: a neighbour's burst delays a flow but does not
+    add to the CPU it uses.
+    """
+    total = time.process_time()
+    if server_pid is not None:
+        try:
+            fields = Path(f"/proc/{server_pid}/stat").read_text().rsplit(")", 1)[1].split()
+            total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        except OSError:
+            pass
+    return total
+
+
 def _check(counts: dict[str, int], before: dict[str, int] | None, what: str) -> dict[str, int]:
     if before is not None and before != counts:
         raise RuntimeError(f"{what}: counts changed between repetitions ({before} then {counts})")
@@ -87,6 +106,7 @@ def run_bench(
     repeat: int = 3,
     only: tuple[str, ...] | None = None,
     extra: tuple[Case, ...] = (),
+    server_pid: int | None = None,
     progress: Callable[[str], None] = lambda _: None,
 ) -> BenchResult:
     """Run every named case (those in ``only``, when given) and the ``extra`` cases ``repeat`` times
@@ -129,11 +149,12 @@ def run_bench(
             world.update(case.change)
             try:
                 order = CONTENDERS if rep % 2 == 0 else CONTENDERS[::-1]
+                clock = partial(cpu_seconds, server_pid)
                 for contender in order:
                     if contender == "ContextMesh":
-                        _mesh_case(result, plan, world, registry, calls, flows, quiet, mesh_base, base, rep)
+                        _mesh_case(result, plan, world, registry, calls, flows, quiet, mesh_base, base, clock)
                     else:
-                        _plain_case(result, plan, world, calls, delay, width, quiet, plain_base, base, versions)
+                        _plain_case(result, plan, world, calls, delay, width, quiet, plain_base, base, versions, clock)
             finally:
                 world.clear()
                 world.update(plan.world)
@@ -150,6 +171,7 @@ def run_bench(
         "delay_ms": delay_ms,
         "width": width,
         "repeat": repeat,
+        "server_cpu": server_pid is not None,
         "coarse": len(plan.coarse),
         "undeclared_reads": sum(1 for s in plan.tasks if s.undeclared),
     }
@@ -166,11 +188,12 @@ def _mesh_case(
     quiet: Callable[[str, int], None],
     mesh_base: Path,
     base: Path,
-    rep: int,
+    clock: Callable[[], float],
 ) -> None:
     directory = base / f"mesh-{result.case.key}"
     shutil.copytree(mesh_base, directory)
-    done = mesh.rerun(directory, plan, world, result.case.change, registry, calls, flows, quiet)
+    done = mesh.rerun(directory, plan, world, result.case.change, registry, calls, flows, quiet, clock)
+    result.cpu["ContextMesh"].append(done.cpu)
     counted = score(result.truth, set(done.executed), done.served)
     result.counts["ContextMesh"] = _check(counted.counts(), result.counts.get("ContextMesh"), result.case.title)
     result.executed["ContextMesh"] = counted.executed
@@ -193,15 +216,18 @@ def _plain_case(
     plain_base: Path,
     base: Path,
     versions: dict[str, int],
+    clock: Callable[[], float],
 ) -> None:
     storage = base / f"plain-{result.case.key}"
     shutil.copytree(plain_base, storage)
     fl = plain.make_flow(plan, world, calls, delay, width)
     calls.take()
+    cpu = clock()
     start = time.perf_counter()
     outputs, fid = plain.run_flow(fl, plain.bump(versions, result.case.change), storage)
     seconds = time.perf_counter() - start
     quiet(fid, len(plan.tasks))
+    result.cpu["plain Prefect"].append(clock() - cpu)
     executed = calls.take()
     counted = score(result.truth, set(executed), outputs)
     result.counts["plain Prefect"] = _check(counted.counts(), result.counts.get("plain Prefect"), result.case.title)
