@@ -24,9 +24,13 @@ Prefect automation on the ``contextmesh.assumption.disproved`` event). Per varia
 3. **closure**: t0 → the resume flow run the disproof started reaches COMPLETED (Prefect's
    ``end_time``). In the demo every stale task waits on the rejected ground (``hashing`` is
    grounded on it; ``routes`` and ``rate_limit`` need ``hashing``), so that run executes nothing:
-   it records which tasks wait for repair. The breakdown: t0 → the disproving recheck's start
-   (schedule phase + runner poll + flow-run process start), that recheck's run, its disproof →
-   the resume's start (trigger + runner poll + process start), the resume's run;
+   it records which tasks wait for repair. The breakdown (columns): ``to_recheck`` t0 → the
+   disproving recheck Running (schedule phase + runner poll + flow-run process start);
+   ``recheck`` its Running → Completed; ``to_resume`` that Completed → the resume Running (the
+   resume is created inside the recheck, just before it ends); ``pickup`` the resume created →
+   Pending (the runner's poll found it); ``spawn`` Pending → Running (a fresh subprocess imports
+   Python, Prefect, ContextMesh and the flow module); ``resume`` its Running → Completed (waiting
+   for the session's concurrency slot included);
 4. **full loop** (unless ``--no-full-loop``): right after that, as a person would,
    ``contextmesh repair hashing --worker-key auth.hash.bcrypt.v1 --assumes "bcrypt has no open
    advisory" --session DIR --feed F`` then ``contextmesh resume --session DIR --feed F`` (both
@@ -128,6 +132,15 @@ class Api:
         reply = self.client.get(f"/flow_runs/{flow_run_id}")
         reply.raise_for_status()
         return dict(reply.json())
+
+    def states(self, flow_run_id: str) -> dict[str, float]:
+        """When the flow run first entered each state name (epoch seconds)."""
+        reply = self.client.get("/flow_run_states/", params={"flow_run_id": flow_run_id})
+        reply.raise_for_status()
+        first: dict[str, float] = {}
+        for state in sorted(reply.json(), key=lambda s: _epoch(s["timestamp"])):
+            first.setdefault(state["name"], _epoch(state["timestamp"]))
+        return first
 
     def task_runs(self, flow_run_id: str) -> list[dict[str, Any]]:
         body = {"flow_runs": {"id": {"any_": [flow_run_id]}}, "sort": "NAME_ASC"}
@@ -269,6 +282,8 @@ class Sample:
     recheck: float
     to_resume: float
     resume: float
+    pickup: float = float("nan")
+    spawn: float = float("nan")
     full: float = float("nan")
     repair_resume: float = float("nan")
     notes: list[str] = field(default_factory=list)
@@ -296,6 +311,9 @@ def measure(api: Api, served: Served, variant: str, *, full_loop: bool, timeout:
     r_start, r_end = _epoch(recheck.get("start_time")), _epoch(recheck.get("end_time"))
     start, end = _epoch(resume["start_time"]), _epoch(resume["end_time"])
     sample = Sample(variant, end - t0, r_start - t0, r_end - r_start, start - r_end, end - start, notes=notes)
+    states = api.states(resume["id"])
+    pending = states.get("Pending", float("nan"))
+    sample.pickup, sample.spawn = pending - _epoch(resume["created"]), states.get("Running", float("nan")) - pending
     if full_loop and not notes:
         began, final = repair_and_resume(served.home, served, api)
         if final["state_type"] != "COMPLETED":
@@ -339,27 +357,30 @@ def demo_loop(workdir: Path, *, ui: bool = True, interval: float = 5.0, timeout:
 # -- the report --------------------------------------------------------------------------------
 
 
-COLUMNS = ("closure", "to_recheck", "recheck", "to_resume", "resume", "full", "repair_resume")
-
-
-def _row(cells: list[str]) -> str:
-    return "  ".join(cell.rjust(19) if i else cell.ljust(36) for i, cell in enumerate(cells))
+COLUMNS = ("closure", "to_recheck", "recheck", "to_resume", "pickup", "spawn", "resume", "full", "repair_resume")
 
 
 def report(samples: list[Sample], variants: list[str]) -> None:
-    print(_row(["variant / sample (seconds)", *COLUMNS]))
+    """Every sample (one line each), then p50 [min-max] per figure, one column per variant."""
+    width = max(len(v) for v in variants) + 2
+    print("samples, seconds:")
+    print(" " * (width + 4) + "".join(c.rjust(14) for c in COLUMNS))
     for sample in samples:
-        cells = [f"{getattr(sample, c):.1f}" for c in COLUMNS]
-        print(_row([sample.variant, *cells]) + (f"  ({'; '.join(sample.notes)})" if sample.notes else ""))
+        cells = "".join(f"{getattr(sample, c):14.1f}" for c in COLUMNS)
+        print(f"    {sample.variant.ljust(width)}{cells}" + (f"  ({'; '.join(sample.notes)})" if sample.notes else ""))
     print()
-    print(_row(["variant: p50 [min-max]", *COLUMNS]))
-    for variant in variants:
-        mine = [s for s in samples if s.variant == variant]
-        cells = []
-        for column in COLUMNS:
-            values = [v for v in (getattr(s, column) for s in mine) if not math.isnan(v)]
-            cells.append(f"{percentile(values, 50):.1f} [{min(values):.1f}-{max(values):.1f}]" if values else "-")
-        print(_row([f"{variant} (n={len(mine)})", *cells]))
+    counts = {v: len([s for s in samples if s.variant == v]) for v in variants}
+    heads = [f"{v} (n={counts[v]})" for v in variants]
+    cell = max(len(h) for h in heads) + 2
+    print("p50 [min-max], seconds:".ljust(24) + "".join(h.rjust(cell) for h in heads))
+    for column in COLUMNS:
+        row = []
+        for variant in variants:
+            values = [getattr(s, column) for s in samples if s.variant == variant]
+            values = [v for v in values if not math.isnan(v)]
+            text = f"{percentile(values, 50):.1f} [{min(values):.1f}-{max(values):.1f}]" if values else "-"
+            row.append(text.rjust(cell))
+        print(f"    {column.ljust(20)}" + "".join(row))
 
 
 def main() -> int:
