@@ -145,6 +145,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     record = served.ServedRecord(
         session_id, str(session_dir), api_url, PLAN, RECHECK, REPAIR, args.trigger, os.getpid()
     )
+    for deployment in deployments:
+        # Registered before the served record appears, so a CLI or MCP dispatch that reads the record
+        # finds the deployments; serve() applies them again (an upsert) when its runner starts.
+        deployment.apply()
     served.remember(record)
     _say(f"serving session {session_id} ({session_dir}) on {api_url}; recheck every {args.interval:g} s")
     try:

@@ -132,7 +132,7 @@ def pending_work(session: Session) -> tuple[str, list[str]]:
 
 
 def dispatch_resume(
-    record: ServedRecord, session: Session, *, feed: str | None = None, wait: float = 120.0
+    record: ServedRecord, session: Session, *, feed: str | None = None, wait: float = 120.0, origin: str = "cli"
 ) -> Dispatched:
     """Start (or find) the resume of ``session``'s current ledger head; wait up to ``wait`` seconds.
 
@@ -140,7 +140,7 @@ def dispatch_resume(
     and unfinished tasks make the idempotency key, so asking twice on one head is one run.
     """
     head, pending = pending_work(session)
-    trigger = ResumeTrigger(record.plan, {"feed": feed} if feed is not None else {})
+    trigger = ResumeTrigger(record.plan, {"feed": feed} if feed is not None else {}, origin=origin)
     with _on(record):
         found = trigger(session_id=record.session_id, session_dir=record.session_dir, ledger_head=head, stale=pending)
         return _wait(record, record.plan, found["flow_run_id"], wait)

@@ -160,7 +160,7 @@ class PrefectDispatcher:
         done = self._dispatch(
             "resume",
             self.record.plan,
-            lambda: deployed.dispatch_resume(self.record, session, feed=self.feed, wait=self.wait),
+            lambda: deployed.dispatch_resume(self.record, session, feed=self.feed, wait=self.wait, origin="mcp"),
         )
         flow_run = _flow_run(done)
         if not done.finished:

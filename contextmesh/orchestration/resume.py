@@ -49,6 +49,7 @@ class ResumeTrigger:
     deployment: str
     parameters: Mapping[str, Any] = field(default_factory=dict)
     max_attempts: int = 5
+    origin: str = "recheck"  # tagged cm.trigger:<origin>: a recheck's disproof, or a person (cli) or agent (mcp)
 
     def __call__(self, *, session_id: str, session_dir: str, ledger_head: str, stale: Sequence[str]) -> dict[str, Any]:
         """Start (or find) the resume run for this disproof; returns its id, state, key and attempt."""
@@ -65,7 +66,7 @@ class ResumeTrigger:
                 timeout=0,  # start it and return: the resume waits for this recheck's session slot
                 idempotency_key=key,
                 as_subflow=False,  # its own flow run in the UI, not a child of the recheck
-                tags=[f"cm.session:{session_id}", "cm.trigger:recheck"],
+                tags=[f"cm.session:{session_id}", f"cm.trigger:{self.origin}"],
             )
             assert isinstance(run, FlowRun)
             state = run.state.type.value if run.state is not None else "SCHEDULED"
