@@ -73,9 +73,9 @@ def registry_for(world: World, delay_ms: int) -> TaskRegistry:
 def ground(spec: Spec) -> str:
     """The column's statement for its root; every later task stands on its own ground.
 
-    One ground per task keeps a repair to one task: repairing several tasks that share a rejected
-    ground writes a graph the session loader refuses (an engine issue, reported), and the stale
-    closure is the same — the column's root falls, and with it everything that needs it.
+    One ground per task keeps the resume's repair to one engine call (the column's root); the stale
+    closure is the same as with a shared ground — the root falls, and with it everything that needs
+    it. (Repairing several tasks off one shared ground is covered by tests/test_repair_shared_ground.py.)
     """
     return statement(spec.column) if spec.layer == 0 else f"{statement(spec.column)} at layer {spec.layer}"
 
@@ -105,6 +105,11 @@ def _server_cpu() -> float:
     except OSError:
         return 0.0
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _load() -> str:
+    """The 1, 5 and 15 minute load averages: wall figures mean little when they exceed the CPU count."""
+    return " / ".join(f"{x:.2f}" for x in os.getloadavg())
 
 
 def timed(fn: Callable[[], Any]) -> tuple[Any, float]:
@@ -237,7 +242,8 @@ def main(argv: list[str] | None = None) -> int:
         f"plan: {args.tasks} tasks, {args.layers} layers x {per_layer}, {args.assumptions} assumptions, "
         f"auditors on {args.assumptions} roots, {args.delay_ms} ms workers, width {args.width}, seed {args.seed}"
     )
-    print(f"ideal round (zero-overhead scheduler): {ideal:.2f} s", flush=True)
+    print(f"ideal round (zero-overhead scheduler): {ideal:.2f} s")
+    print(f"machine: {os.cpu_count()} CPUs, load average {_load()} at start", flush=True)
 
     from contextmesh.orchestration import server
     from contextmesh.orchestration.settings import client_settings
@@ -259,7 +265,7 @@ def main(argv: list[str] | None = None) -> int:
         if not args.api_url:
             server.stop(home / "home")
         shutil.rmtree(home, ignore_errors=True)
-    print(f"\nbench total: {time.perf_counter() - started:.1f} s")
+    print(f"\nbench total: {time.perf_counter() - started:.1f} s; load average {_load()} at the end")
     return 0
 
 
