@@ -1,9 +1,9 @@
 """Scale figures: blast radius at 10^4..10^6 nodes, the receipt at 10^6 and its independent check,
 and the 5 %-stale resume of a 1,000-task plan against the full plan flow.
 
-* **Blast radius** reuses ``bench/blast_radius.py`` unchanged: each size runs in its own process
-  (``blast_radius.py --one N``), so each peak RSS is that size's own.
-* **The receipt at 10^6** is measured in the same child process as the 10^6 blast radius (one
+* **Blast radius** reuses ``bench/blast_radius.py``'s ``run_one`` unchanged: each size runs in its
+  own process, so each peak RSS is that size's own.
+* **The receipt** is measured in the same child process as that size's blast radius (one
   generation of the graph, not two): ``blast_radius.run_one`` runs with ``generate_graph`` and
   ``plant_closure`` wrapped so the graph it built is kept; then the planted assumption is rejected
   through submitted evidence the way the Runner rejects one (``AssumptionLedger.reject``), the
@@ -35,31 +35,8 @@ ROOT = BENCH.parent
 VERIFIER = ROOT / "tools" / "verify_runledger.py"
 
 
-def blast_child(nodes: int, *, closure: int, reps: int, seed: int) -> dict[str, Any]:
-    """``blast_radius.py --one nodes`` in its own process; its JSON figures."""
-    command = [
-        sys.executable,
-        str(BENCH / "blast_radius.py"),
-        "--one",
-        str(nodes),
-        "--closure",
-        str(closure),
-        "--reps",
-        str(reps),
-        "--seed",
-        str(seed),
-    ]
-    start = time.perf_counter()
-    done = subprocess.run(command, capture_output=True, text=True, check=False)
-    if done.returncode != 0:
-        raise RuntimeError(f"blast_radius.py --one {nodes} failed: {done.stderr[-2000:]}")
-    figures: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
-    figures["child_s"] = time.perf_counter() - start
-    return figures
-
-
 def receipt_child(nodes: int, *, closure: int, reps: int, seed: int) -> dict[str, Any]:
-    """The 10^6 blast radius and receipt figures from one child process."""
+    """Blast radius (``blast_radius.run_one``) and receipt figures at ``nodes``, from one child process."""
     command = [
         sys.executable,
         str(Path(__file__).resolve()),
