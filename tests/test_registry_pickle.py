@@ -101,7 +101,7 @@ def test_another_process_rebuilds_the_table_by_importing_the_build_function() ->
         "print(sorted(registry.describe()['workers']))\n"
     )
     done = subprocess.run(
-        [sys.executable, "-c", probe], input=data, capture_output=True, timeout=60, check=False, cwd=TESTS_DIR.parent
+        [sys.executable, "-c", probe], input=data, capture_output=True, timeout=60, check=False, cwd=TESTS_DIR
     )
     assert done.returncode == 0, done.stderr.decode()
     assert done.stdout.decode().strip() == "['auth.hash.v1', 'auth.schema.v1']"
