@@ -46,6 +46,14 @@ def test_a_managed_server_batches_its_event_persister_with_settings_prefect_read
     assert (persister.batch_size, persister.read_batch_size, persister.flush_interval) == (200, 200, 1.0)
 
 
+def test_a_managed_server_repossesses_a_dead_writers_slot_every_5_seconds(monkeypatch: pytest.MonkeyPatch) -> None:
+    env = settings.server_environment(Path("/h/prefect"), base={})
+    monkeypatch.setenv(
+        "PREFECT_SERVER_SERVICES_REPOSSESSOR_LOOP_SECONDS", env["PREFECT_SERVER_SERVICES_REPOSSESSOR_LOOP_SECONDS"]
+    )
+    assert Settings().server.services.repossessor.loop_seconds == 5.0
+
+
 def test_client_defaults_never_override_what_the_user_set() -> None:
     environ = {"PREFECT_LOGGING_LEVEL": "DEBUG"}
     settings.prepare_environment(environ)
