@@ -347,10 +347,14 @@ def _launch(root: Path, port: int, *, ui: bool, keep: bool, timeout: float) -> S
     phome.mkdir(parents=True, exist_ok=True)
     argv = [sys.executable, "-m", "prefect", "server", "start", "--host", HOST, "--port", str(port), "--analytics-off"]
     argv.append("--ui" if ui else "--no-ui")
+    env = server_environment(phome, ui=ui)
+    # The UI asks /ui-settings where its API is; Prefect derives that from its default port, not
+    # from --port, so a UI on another port would talk to whatever listens on 4200.
+    env["PREFECT_SERVER_UI_API_URL"] = f"http://{HOST}:{port}/api"
     with (root / _LOG).open("ab") as log:
         proc = subprocess.Popen(  # noqa: S603 - a fixed argv: this interpreter, prefect, loopback, a port number
             argv,
-            env=server_environment(phome, ui=ui),
+            env=env,
             stdin=subprocess.DEVNULL,
             stdout=log,
             stderr=subprocess.STDOUT,
@@ -379,7 +383,8 @@ def _wait_healthy(proc: subprocess.Popen[bytes], api: str, timeout: float, log: 
             if proc.poll() is not None:
                 raise ServerError(f"prefect server exited with code {proc.returncode}; see {log}:\n{_tail(log)}")
             try:
-                if client.get("/health").status_code == 200:
+                # /health answers before the database does; /ready only once it is connectable.
+                if client.get("/health").status_code == 200 and client.get("/ready").status_code == 200:
                     version = client.get("/admin/version").json()
                     return str(version)
             except httpx.HTTPError:
@@ -395,11 +400,16 @@ def _tail(log: Path, lines: int = 12) -> str:
         return ""
 
 
-def _store_token(api: str, token: str) -> None:
+def _store_token(api: str, token: str, *, patience: float = 30.0) -> None:
+    deadline = time.monotonic() + patience
     with httpx.Client(base_url=api, timeout=10.0) as client:
-        made = client.post("/variables/", json={"name": IDENTITY_VARIABLE, "value": token})
-        if made.status_code == 409:
-            made = client.patch(f"/variables/name/{IDENTITY_VARIABLE}", json={"value": token})
+        while True:
+            made = client.post("/variables/", json={"name": IDENTITY_VARIABLE, "value": token})
+            if made.status_code == 409:
+                made = client.patch(f"/variables/name/{IDENTITY_VARIABLE}", json={"value": token})
+            if made.status_code != 503 or time.monotonic() >= deadline:
+                break
+            time.sleep(0.5)  # a loaded server can still answer 503 just after it reported ready
         if made.status_code >= 400:
             raise ServerError(f"could not store the identity token on the new server: HTTP {made.status_code}")
 

@@ -82,6 +82,9 @@ def test_start_twice_reuses_one_server_and_stop_leaves_nothing_running(home: Pat
     first = server.start(home, port=port, ui=False, timeout=180)
     second = server.start(home, ui=False)
     assert second.pid == first.pid and second.port == port
+    environ = Path(f"/proc/{first.pid}/environ").read_bytes().split(b"\0")
+    ui_api = f"PREFECT_SERVER_UI_API_URL=http://127.0.0.1:{port}/api".encode()
+    assert ui_api in environ, "the UI is told its own server's port, not Prefect's default 4200"
     data, text = server_command("start", home=home, ui=False)  # what `contextmesh server start` calls
     assert data["server"]["pid"] == first.pid and f"UI http://127.0.0.1:{port}" in text
     found = server.status(home)
