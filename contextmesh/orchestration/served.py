@@ -20,6 +20,7 @@ from typing import Any
 
 from contextmesh.canonical import file_bytes, loads
 from contextmesh.errors import ContextMeshError, ExecutionError
+from contextmesh.orchestration.server import contextmesh_home, process_alive
 from contextmesh.session.commit import latest_generation
 from contextmesh.session.layout import manifest_name, parse_manifest
 
@@ -73,8 +74,6 @@ class ServedRecord:
 
 
 def _served_dir(home: Path | None) -> Path:
-    from contextmesh.orchestration.server import contextmesh_home  # noqa: PLC0415 - no cycle at import
-
     return (home or contextmesh_home()) / "served"
 
 
@@ -161,23 +160,13 @@ def peek(session_dir: str) -> tuple[str, str, int]:
     return manifest.session_id, execution["plan"], round_
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def find(session_id: str, session_dir: Path, home: Path | None = None) -> ServedRecord | None:
     """The live record serving this session directory, or None (absent, stale, or another directory)."""
     target = path_for(session_id, home)
     if not target.exists():
         return None
     record = parse(target)
-    if not _alive(record.pid):
+    if not process_alive(record.pid):
         return None
     if Path(record.session_dir).resolve() != session_dir.resolve():
         return None
