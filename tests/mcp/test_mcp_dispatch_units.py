@@ -46,7 +46,7 @@ async def test_a_run_still_going_after_the_wait_returns_its_id_url_and_state(
 ) -> None:
     record = record_for(session_dir)
     monkeypatch.setattr(deployed, "dispatch_recheck", lambda record, feed, wait: running(record.recheck))
-    monkeypatch.setattr(deployed, "dispatch_resume", lambda record, session, feed, wait: running(record.plan))
+    monkeypatch.setattr(deployed, "dispatch_resume", lambda record, session, feed, wait, origin: running(record.plan))
     plain = served_session(session_dir, feed)
     dispatcher = answering(record)
     target = ServedSession(plain.session, ephemeral=False, source="test", dispatcher=dispatcher)
