@@ -284,6 +284,44 @@ def repair_flow_options() -> dict[str, Any]:
     return {"name": REPAIR_FLOW, "flow_run_name": _repair_run_name, "persist_result": False, "log_prints": False}
 
 
+@dataclasses.dataclass
+class _Writer:
+    """One mutating flow run's hold on a session: loaded inside its slot, announcements flushed."""
+
+    session_id: str
+    session_dir: str
+    session: Session
+    executor: PrefectExecutor
+    outbox: Outbox
+    announced: list[str]
+    resume: ResumeTrigger | None
+
+    @property
+    def runner(self) -> Runner:
+        """The session's runner, bound to this flow run's executor (again after a conflict reload)."""
+        return _with(self.session, self.executor)
+
+    def committed(self, round_: int, suffix: str = "") -> Runner:
+        """After the commit: name the run for the round it ran, flush what it announced; the runner."""
+        runner = self.runner
+        _identify(f"{runner.plan} · round {round_}{suffix}", runner.plan, self.session_id)
+        self.announced += _announce(self.session, self.outbox, self.session_dir, self.resume)[1]
+        return runner
+
+
+@contextlib.contextmanager
+def _writing(session_dir: str, registry: TaskRegistry, suffix: str, resume: ResumeTrigger | None) -> Iterator[_Writer]:
+    """Hold the session's slot, load it, name the run, re-emit pending announcements; yield the hold."""
+    session_id, _, _ = peek(session_dir)
+    executor = PrefectExecutor()
+    with session_slot(session_id):
+        session = _load(session_dir, registry)
+        runner = _with(session, executor)
+        _identify(f"{runner.plan} · round {runner.round + 1}{suffix}", runner.plan, session_id)
+        outbox, announced = _announce(session, None, session_dir, resume)
+        yield _Writer(session_id, session_dir, session, executor, outbox, announced, resume)
+
+
 def run_plan_round(
     session_dir: str, mode: Mode, registry: TaskRegistry, *, resume: ResumeTrigger | None = None
 ) -> dict[str, Any]:
@@ -295,23 +333,18 @@ def run_plan_round(
     """
     if mode not in ("run", "resume"):
         raise ExecutionError(f"plan flow mode {mode!r}: a plan round runs in mode 'run' or 'resume'")
-    session_id, _, _ = peek(session_dir)
-    executor = PrefectExecutor()
-    with session_slot(session_id):
-        session = _load(session_dir, registry)
-        runner = _with(session, executor)
-        _identify(f"{runner.plan} · round {runner.round + 1}", runner.plan, session_id)
-        outbox, announced = _announce(session, None, session_dir, resume)
+    with _writing(session_dir, registry, "", resume) as held:
+        executor, session, session_id = held.executor, held.session, held.session_id
 
         def one_round(s: Session) -> RoundReport:
             return _with(s, executor).run(include_failed=mode == "run")
 
         report = session.apply(one_round, retries=2)
-        runner = _with(session, executor)
-        _identify(f"{runner.plan} · round {report.round}", runner.plan, session_id)
+        runner = held.runner
         shown = cached_shown(runner, report)
         wait(_cached_runs(runner, shown))
-        announced += _announce(session, outbox, session_dir, resume)[1]
+        held.committed(report.round)
+        announced = held.announced
     create_table_artifact(
         key=f"cm-round-{report.round}",
         table=_round_table(runner, report, set(shown)),
@@ -341,21 +374,15 @@ def run_recheck(session_dir: str, registry: TaskRegistry, *, resume: ResumeTrigg
     With ``resume``, each announcement delivered here also starts the plan deployment in resume
     mode (:mod:`contextmesh.orchestration.resume`); the started runs are in ``resumes``.
     """
-    session_id, _, _ = peek(session_dir)
-    executor = PrefectExecutor()
-    with session_slot(session_id):
-        session = _load(session_dir, registry)
-        runner = _with(session, executor)
-        _identify(f"{runner.plan} · round {runner.round + 1} · recheck", runner.plan, session_id)
-        outbox, announced = _announce(session, None, session_dir, resume)
+    with _writing(session_dir, registry, " · recheck", resume) as held:
+        executor, session, session_id, outbox = held.executor, held.session, held.session_id, held.outbox
 
         def one_recheck(s: Session) -> RecheckReport:
             return _with(s, executor).recheck()
 
         report = session.apply(one_recheck, retries=2)
-        runner = _with(session, executor)
-        _identify(f"{runner.plan} · round {report.round} · recheck", runner.plan, session_id)
-        announced += _announce(session, outbox, session_dir, resume)[1]
+        runner = held.committed(report.round, " · recheck")
+        announced = held.announced
     return {
         "session_id": session_id,
         "session_dir": session_dir,
