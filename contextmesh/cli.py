@@ -7,6 +7,7 @@ need Prefect import it lazily, so ``ask`` starts fast.
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -489,7 +490,7 @@ def _parser() -> argparse.ArgumentParser:
     for sub in (rck, res, rep):
         sub.add_argument("--session", type=Path, required=True, metavar="DIR", help="the session directory")
         sub.add_argument("--feed", type=Path, help="the demo advisory feed (default: the deployment's)")
-        sub.add_argument("--wait", type=float, default=120.0, metavar="SECONDS", help="how long to wait for a run")
+        sub.add_argument("--wait", type=_seconds, default=120.0, metavar="SECONDS", help="how long to wait for a run")
         where = sub.add_mutually_exclusive_group()
         where.add_argument("--local", action="store_true", help="run in this process even when a deployment serves")
         where.add_argument(
@@ -500,7 +501,7 @@ def _parser() -> argparse.ArgumentParser:
     srv_ = commands.add_parser("serve", help="serve a session's plan, recheck and repair deployments (serve.py)")
     srv_.add_argument("--session", type=Path, required=True, metavar="DIR", help="the session directory to serve")
     srv_.add_argument("--feed", type=Path, help="the advisory feed the demo auditor reads")
-    srv_.add_argument("--interval", type=float, default=600.0, metavar="SECONDS", help="recheck every (default 600)")
+    srv_.add_argument("--interval", type=_seconds, default=600.0, metavar="SECONDS", help="recheck every (default 600)")
     srv_.add_argument("--trigger", choices=("run-deployment", "automation"), default="run-deployment")
     srv_.add_argument("--project", type=Path, default=Path(), metavar="DIR", help="where deployments/serve.py is")
     srv_.set_defaults(handler=_serve)
@@ -544,6 +545,16 @@ def _positive(text: str) -> int:
     value = _non_negative(text)
     if value == 0:
         raise argparse.ArgumentTypeError("0 threads cannot run anything; give 1 or more")
+    return value
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"{text!r}: the rule is a positive, finite number of seconds")
     return value
 
 

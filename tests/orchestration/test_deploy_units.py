@@ -198,3 +198,17 @@ def test_serve_py_refuses_a_bad_interval_before_touching_anything(tmp_path: Path
     assert done.returncode == 2
     assert "--interval 0" in done.stderr and "positive number of seconds" in done.stderr
     assert not (tmp_path / "home").exists()
+
+
+@pytest.mark.parametrize("value", ["nan", "inf", "0", "-3", "soon"])
+@pytest.mark.parametrize("command", [["recheck"], ["resume"], ["serve"]])
+def test_a_wait_or_interval_that_is_not_a_positive_number_of_seconds_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], command: list[str], value: str
+) -> None:
+    option = "--interval" if command == ["serve"] else "--wait"
+    with pytest.raises(SystemExit) as stopped:
+        main([*command, "--session", str(tmp_path), option, value])
+    assert stopped.value.code == 2
+    err = capsys.readouterr().err
+    assert option in err and repr(value) in err and "seconds" in err
+    assert list(tmp_path.iterdir()) == []
