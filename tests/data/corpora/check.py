@@ -49,7 +49,7 @@ STOP = frozenset(
     than so as into onto over under about after before between during through until up down out off
     again once also only just still ever any all each every both either neither some such more most
     other another same can could would should will shall may might must said say says tell told
-    happen happened one""",
+    happen happened one s t""",
     )
 )
 QUESTION_FIELDS = re.findall(
