@@ -52,6 +52,8 @@ STOP = frozenset(
     happen happened one s t""",
     )
 )
+# Decision keys, assumption keys, scenario keys.
+Keys = tuple[set[str], set[str], set[str]]
 QUESTION_FIELDS = re.findall(
     r"\S+", "id split kind question answerable gold expect_dead_end as_of after_scenario edge note"
 )
@@ -174,7 +176,7 @@ class Documents:
         return sum(len(re.findall(r"\S+", text)) for text in self.plain.values())
 
 
-def check_sidecar(checker: Checker, docs: Documents, folder: Path) -> tuple[set[str], set[str], set[str]]:
+def check_sidecar(checker: Checker, docs: Documents, folder: Path) -> Keys:
     decisions_file = checker.load_json(folder / "decisions.json") or {}
     scenarios_file = checker.load_json(folder / "scenarios.json") or {}
     assumptions = {a["key"] for a in decisions_file.get("assumptions", [])}
@@ -219,15 +221,63 @@ def gold_sentence(gold: dict[str, str], docs: Documents | None, spans: dict[str,
     return None
 
 
-def check_questions(
-    checker: Checker,
-    path: Path,
-    corpus: str,
-    keys: tuple[set[str], set[str], set[str]],
-    docs: Documents | None,
-    spans: dict[str, str],
-) -> Counter[tuple[str, str]]:
+def check_fields(checker: Checker, where: str, q: dict[str, Any], scenarios: set[str]) -> None:
+    """Each field's value is allowed, and the fields agree with each other and with the kind."""
+    for field in QUESTION_FIELDS:
+        if field not in q:
+            checker.error(where, f"missing field {field!r}")
+    kind = q.get("kind", "")
+    problems = {
+        f"kind {kind!r} is not allowed": kind not in KINDS,
+        f"split {q.get('split')!r} is not dev or heldout": q.get("split") not in ("dev", "heldout"),
+        f"expect_dead_end {q.get('expect_dead_end')!r} is not allowed": q.get("expect_dead_end") not in DEAD_ENDS,
+        f"edge {q.get('edge')!r} is not an edge type": q.get("edge") is not None and q["edge"] not in EDGES,
+        f"as_of {q.get('as_of')!r} is not YYYY-MM-DD": q.get("as_of") is not None
+        and not re.fullmatch(r"\d{4}-\d{2}-\d{2}", q["as_of"]),
+        f"after_scenario {q.get('after_scenario')!r} does not exist": q.get("after_scenario") is not None
+        and q["after_scenario"] not in scenarios,
+        "an answerable question needs gold and no expected dead end": bool(q.get("answerable"))
+        and (not q.get("gold") or q.get("expect_dead_end") is not None),
+        "an unanswerable question needs an expected dead end and no gold": q.get("answerable") is False
+        and (bool(q.get("gold")) or q.get("expect_dead_end") is None),
+        f"kind {kind} but edge {q.get('edge')!r}": kind.startswith("multihop:")
+        and q.get("edge") != kind.split(":", 1)[1],
+        f"kind {kind} but expect_dead_end {q.get('expect_dead_end')!r}": kind.startswith("dead-end:")
+        and q.get("expect_dead_end") != kind.split(":", 1)[1],
+        "after-disproof needs after_scenario": kind == "after-disproof" and q.get("after_scenario") is None,
+        "temporal needs as_of": kind == "temporal" and q.get("as_of") is None,
+    }
+    for message, broken in problems.items():
+        if broken:
+            checker.error(where, message)
+
+
+def check_gold(
+    checker: Checker, where: str, gold: dict[str, str], keys: Keys, docs: Documents | None, spans: dict[str, str]
+) -> None:
     decisions, assumptions, scenarios = keys
+    if "doc" in gold:
+        if docs is None:
+            checker.error(where, "doc gold in a corpus without documents")
+        else:
+            docs.check_quote(where, gold["doc"], gold["quote"])
+        return
+    for field, known in (
+        ("span", set(spans)),
+        ("decision", decisions),
+        ("assumption", assumptions),
+        ("evidence", scenarios),
+    ):
+        if field in gold:
+            if gold[field] not in known:
+                checker.error(where, f"{field} {gold[field]!r} does not exist")
+            return
+    checker.error(where, f"gold {gold!r} names no doc, span, decision, assumption or evidence")
+
+
+def check_questions(
+    checker: Checker, path: Path, corpus: str, keys: Keys, docs: Documents | None, spans: dict[str, str]
+) -> Counter[tuple[str, str]]:
     data = checker.load_json(path) or {}
     where_file = str(path.relative_to(REPO))
     if data.get("corpus") != corpus:
@@ -239,62 +289,17 @@ def check_questions(
         if q.get("id") in seen:
             checker.error(where, "duplicate id")
         seen.add(q.get("id"))
-        for field in QUESTION_FIELDS:
-            if field not in q:
-                checker.error(where, f"missing field {field!r}")
-        if q.get("kind") not in KINDS:
-            checker.error(where, f"kind {q.get('kind')!r} is not allowed")
-        if q.get("split") not in ("dev", "heldout"):
-            checker.error(where, f"split {q.get('split')!r} is not dev or heldout")
-        if q.get("expect_dead_end") not in DEAD_ENDS:
-            checker.error(where, f"expect_dead_end {q.get('expect_dead_end')!r} is not allowed")
-        if q.get("edge") is not None and q["edge"] not in EDGES:
-            checker.error(where, f"edge {q['edge']!r} is not an edge type")
-        if q.get("as_of") is not None and not re.fullmatch(r"\d{4}-\d{2}-\d{2}", q["as_of"]):
-            checker.error(where, f"as_of {q['as_of']!r} is not YYYY-MM-DD")
-        if q.get("after_scenario") is not None and q["after_scenario"] not in scenarios:
-            checker.error(where, f"after_scenario {q['after_scenario']!r} does not exist")
-        if q.get("answerable") and (not q.get("gold") or q.get("expect_dead_end")):
-            checker.error(where, "an answerable question needs gold and no expected dead end")
-        if q.get("answerable") is False and (q.get("gold") or not q.get("expect_dead_end")):
-            checker.error(where, "an unanswerable question needs an expected dead end and no gold")
-        kind = q.get("kind", "")
-        if kind.startswith("multihop:") and q.get("edge") != kind.split(":", 1)[1]:
-            checker.error(where, f"kind {kind} but edge {q.get('edge')!r}")
-        if kind.startswith("dead-end:") and q.get("expect_dead_end") != kind.split(":", 1)[1]:
-            checker.error(where, f"kind {kind} but expect_dead_end {q.get('expect_dead_end')!r}")
-        if kind == "after-disproof" and q.get("after_scenario") is None:
-            checker.error(where, "after-disproof needs after_scenario")
-        if kind == "temporal" and q.get("as_of") is None:
-            checker.error(where, "temporal needs as_of")
+        check_fields(checker, where, q, keys[2])
         for gold in q.get("gold", []):
-            if "doc" in gold:
-                if docs is None:
-                    checker.error(where, "doc gold in a corpus without documents")
-                else:
-                    docs.check_quote(where, gold["doc"], gold["quote"])
-            elif "span" in gold:
-                if gold["span"] not in spans:
-                    checker.error(where, f"span {gold['span']!r} does not exist")
-            elif "decision" in gold:
-                if gold["decision"] not in decisions:
-                    checker.error(where, f"decision {gold['decision']!r} does not exist")
-            elif "assumption" in gold:
-                if gold["assumption"] not in assumptions:
-                    checker.error(where, f"assumption {gold['assumption']!r} does not exist")
-            elif "evidence" in gold:
-                if gold["evidence"] not in scenarios:
-                    checker.error(where, f"evidence {gold['evidence']!r} is not a scenario")
-            else:
-                checker.error(where, f"gold {gold!r} names no doc, span, decision, assumption or evidence")
-        if kind == "paraphrase":
+            check_gold(checker, where, gold, keys, docs, spans)
+        if q.get("kind") == "paraphrase":
             asked = content_stems(q.get("question", ""))
             for gold in q.get("gold", []):
                 sentence = gold_sentence(gold, docs, spans)
                 shared = asked & content_stems(sentence or "")
                 if shared:
                     checker.warnings.append(f"{where}: shares {sorted(shared)} with {sentence!r}")
-        counts[(kind, q.get("split", "?"))] += 1
+        counts[(q.get("kind", "?"), q.get("split", "?"))] += 1
     return counts
 
 
