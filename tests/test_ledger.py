@@ -476,7 +476,7 @@ def test_from_snapshot_does_not_share_the_documents_receipts() -> None:
     assert restored.verify()
 
 
-# -- floats, depth and the order of problems (docs/formats/runledger-v2.md, rules L1-L4 and L14) --
+# -- floats, depth and the order of problems (docs/formats/runledger-v2.md, rules L1-L4 and L18) --
 
 
 def test_record_refuses_a_float_in_a_receipt() -> None:

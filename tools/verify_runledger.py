@@ -6,7 +6,7 @@ Written from ``docs/formats/runledger-v2.md`` alone, with the Python standard li
 imports nothing from ``contextmesh`` and neither ``orjson`` nor ``rfc8785`` (an AST test checks
 this). It applies the page's rules in the page's order and reports the first one broken, so it
 names the same place as the reference loader for every file. The comments cite the page's rule
-numbers (``L1`` … ``L28``).
+numbers (``L1`` … ``L24``).
 
 Exit status: 0 and ``ok N entries head H`` on stdout when the file is valid (and ends at the
 trusted head, when one is given); 1 and the first problem on stderr, as
@@ -54,7 +54,7 @@ class InvalidLedgerError(Exception):
         self.rule = rule
 
 
-# -- RFC 8785, for the values a ledger may hold (no floats: rule L14) ----------------------------
+# -- RFC 8785, for the values a ledger may hold (no floats: rule L18) ----------------------------
 
 _SHORT_ESCAPES = {'"': '\\"', "\\": "\\\\", "\b": "\\b", "\t": "\\t", "\n": "\\n", "\f": "\\f", "\r": "\\r"}
 
@@ -126,11 +126,11 @@ def canonical_bytes(value: Any) -> bytes:
 
 
 def entry_digest(entry: dict[str, Any]) -> str:
-    """SHA-256 (lower hex) over the RFC 8785 bytes of the entry without its ``digest`` key (rule L27)."""
+    """SHA-256 (lower hex) over the RFC 8785 bytes of the entry without its ``digest`` key (section 6)."""
     return hashlib.sha256(canonical_bytes({k: v for k, v in entry.items() if k != "digest"})).hexdigest()
 
 
-# -- rules L1-L5: the bytes ----------------------------------------------------------------------
+# -- rules L1-L4: the text ----------------------------------------------------------------------
 
 _ESCAPE = re.compile(rb"\\.", re.DOTALL)
 _STRING = re.compile(rb'"[^"]*"')
@@ -261,7 +261,7 @@ def parse(data: bytes) -> Any:
     return value
 
 
-# -- rules L5-L28: the document ------------------------------------------------------------------
+# -- rules L5-L24: the document ------------------------------------------------------------------
 
 
 def _describe(value: Any) -> str:
@@ -288,7 +288,7 @@ def _text_or_null(value: Any) -> bool:
 
 
 def _refuse_floats(value: Any, path: str) -> None:
-    """Rule L14: the first float inside a receipt, in document order."""
+    """Rule L18: the first float inside a receipt, in document order."""
     stack: list[tuple[Any, str]] = [(value, path)]
     while stack:
         item, where = stack.pop()
@@ -303,7 +303,7 @@ def _refuse_floats(value: Any, path: str) -> None:
 
 
 def _check_run(run: Any, path: str) -> None:
-    """Rules L15-L18."""
+    """Rule L19."""
     if run is None:
         return
     if type(run) is not dict:
@@ -315,40 +315,40 @@ def _check_run(run: Any, path: str) -> None:
 
 
 def check_entry(entry: Any, index: int, previous: str) -> str:
-    """Rules L7-L28 for the entry at ``entries[index]``; return its digest."""
+    """Rules L10-L22 for the entry at ``entries[index]``; return its digest."""
     path = f"entries[{index}]"
     if type(entry) is not dict:
-        raise InvalidLedgerError(path, _describe(entry), "an object is required here")  # L7
-    _exact_keys(entry, ENTRY_FIELDS, path)  # L8, L9
+        raise InvalidLedgerError(path, _describe(entry), "an object is required here")  # L10
+    _exact_keys(entry, ENTRY_FIELDS, path)  # L11
     seq = entry["seq"]
-    if type(seq) is not int or seq != index + 1:  # L10
+    if type(seq) is not int or seq != index + 1:  # L12
         raise InvalidLedgerError(f"{path}.seq", repr(seq), f"entries are numbered 1, 2, … (expected {index + 1})")
-    if type(entry["round"]) is not int or entry["round"] < 0:  # L11
+    if type(entry["round"]) is not int or entry["round"] < 0:  # L13
         raise InvalidLedgerError(f"{path}.round", repr(entry["round"]), "a round is a non-negative integer")
-    if type(entry["event"]) is not str or entry["event"] not in EVENTS:  # L12
+    if type(entry["event"]) is not str or entry["event"] not in EVENTS:  # L14
         raise InvalidLedgerError(f"{path}.event", repr(entry["event"]), f"an event is one of {list(EVENTS)}")
-    for name in ("task", "decision_id", "key"):  # L13
+    for name in ("task", "decision_id", "key"):  # L15
         if not _text_or_null(entry[name]):
             raise InvalidLedgerError(f"{path}.{name}", repr(entry[name]), "non-empty text or null")
-    if type(entry["detail"]) is not str:  # L13
+    if type(entry["detail"]) is not str:  # L16
         raise InvalidLedgerError(f"{path}.detail", repr(entry["detail"]), "the detail is text")
     receipt = entry["receipt"]
-    if receipt is not None and type(receipt) is not dict:  # L14
+    if receipt is not None and type(receipt) is not dict:  # L17
         raise InvalidLedgerError(f"{path}.receipt", repr(receipt)[:60], "a receipt is an object or null")
     if (receipt is not None) != (entry["event"] == "disproved"):
         raise InvalidLedgerError(f"{path}.receipt", repr(receipt)[:60], "exactly the disproved entries carry a receipt")
     if receipt is not None:
-        _refuse_floats(receipt, f"{path}.receipt")
-    _check_run(entry["run"], path)
-    for name in ("previous", "digest"):  # L19
+        _refuse_floats(receipt, f"{path}.receipt")  # L18
+    _check_run(entry["run"], path)  # L19
+    for name in ("previous", "digest"):  # L20
         if not _hex64(entry[name]):
             raise InvalidLedgerError(f"{path}.{name}", repr(entry[name]), "a digest is 64 lower-case hex digits")
-    if entry["previous"] != previous:  # L20
+    if entry["previous"] != previous:  # L21
         raise InvalidLedgerError(
             f"{path}.previous", repr(entry["previous"]), f"each entry chains to the digest before it ({previous})"
         )
     expected = entry_digest(entry)
-    if entry["digest"] != expected:  # L21
+    if entry["digest"] != expected:  # L22
         raise InvalidLedgerError(
             f"{path}.digest",
             repr(entry["digest"]),
@@ -359,7 +359,7 @@ def check_entry(entry: Any, index: int, previous: str) -> str:
 
 
 def _check_header(doc: dict[str, Any]) -> None:
-    """Rules L5-L6."""
+    """Rule L6."""
     if doc.get("schema") != SCHEMA:
         raise InvalidLedgerError("schema", _describe(doc.get("schema")), f"this verifier reads {SCHEMA!r} files")
     version = doc.get("version")
@@ -376,30 +376,30 @@ def _check_header(doc: dict[str, Any]) -> None:
 
 
 def verify_document(doc: Any, expect_head: str | None = None) -> tuple[int, str]:
-    """Check a parsed ledger document (rules L1 and L5-L28); return (number of entries, head)."""
+    """Check a parsed ledger document (rules L1 and L5-L24); return (number of entries, head)."""
     depth = nesting_depth(doc)
-    if depth > MAX_DEPTH:
+    if depth > MAX_DEPTH:  # L1, for a document parsed elsewhere
         raise InvalidLedgerError("$", f"arrays and objects nested {depth} deep", _DEPTH_RULE)
-    if type(doc) is not dict:
+    if type(doc) is not dict:  # L5
         raise InvalidLedgerError("$", _describe(doc), "an object is required here")
     _check_header(doc)
-    _exact_keys(doc, TOP_FIELDS, "$")
+    _exact_keys(doc, TOP_FIELDS, "$")  # L7
     head = doc["head"]
-    if not _hex64(head):
+    if not _hex64(head):  # L8
         raise InvalidLedgerError("head", repr(head), "the head is 64 lower-case hex digits")
     entries = doc["entries"]
-    if type(entries) is not list:
+    if type(entries) is not list:  # L9
         raise InvalidLedgerError("entries", _describe(entries), "a list is required here")
     previous = GENESIS
     for index, entry in enumerate(entries):
         previous = check_entry(entry, index, previous)
-    if head != previous:
+    if head != previous:  # L23
         raise InvalidLedgerError(
             "head",
             repr(head),
             f"the head must be the last entry's digest ({previous}); a truncated or extended entry list contradicts it",
         )
-    if expect_head is not None and head != expect_head:
+    if expect_head is not None and head != expect_head:  # L24
         raise InvalidLedgerError(
             "head", repr(head), f"the trusted head is {expect_head!r}; this chain is not the history that ran"
         )
