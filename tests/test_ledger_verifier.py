@@ -13,6 +13,7 @@ import hashlib
 import importlib.util
 import json
 import os
+import re
 import subprocess
 import sys
 from collections.abc import Callable
@@ -26,7 +27,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from ledger_cases import CASES, Case
 
-from contextmesh.canonical import loads
+from contextmesh.canonical import MAX_DEPTH, loads
 from contextmesh.demo.execute import run_walkthrough
 from contextmesh.errors import InputError
 from contextmesh.formats.ledger import RunLedger
@@ -380,3 +381,20 @@ def test_verifier_runs_with_contextmesh_unimportable(demo_bytes: bytes, tmp_path
     )
     assert result.returncode == 0, result.stderr
     assert result.stdout.startswith("ok 29 entries head ")
+
+
+# -- the page and the code say the same -----------------------------------------------------------
+
+
+def test_the_page_states_the_limit_both_implementations_enforce() -> None:
+    spec = SPEC.read_text(encoding="utf-8")
+    assert verifier.MAX_DEPTH == MAX_DEPTH == 254
+    assert "nest at most **254** levels" in spec
+    assert "a ledger holds no floats: every number is an integer" in spec
+
+
+def test_every_rule_the_verifier_cites_is_on_the_page() -> None:
+    cited = set(re.findall(r"\bL(\d+)\b", VERIFIER.read_text(encoding="utf-8")))
+    stated = set(re.findall(r"\*\*L(\d+)[ .]", SPEC.read_text(encoding="utf-8")))
+    assert stated == {str(n) for n in range(1, 25)}
+    assert cited <= stated
