@@ -13,6 +13,7 @@ import hashlib
 import importlib.util
 import json
 import os
+import random
 import re
 import subprocess
 import sys
@@ -398,3 +399,25 @@ def test_every_rule_the_verifier_cites_is_on_the_page() -> None:
     stated = set(re.findall(r"\*\*L(\d+)[ .]", SPEC.read_text(encoding="utf-8")))
     assert stated == {str(n) for n in range(1, 25)}
     assert cited <= stated
+
+
+_SPLICES = [b'"', b"\\", b"[", b"]", b"{", b"}", b",", b":", b"1", b"1.5", b"-0", b"1e400", b"9007199254740993"]
+_SPLICES += [b"null", b"true", b"\\ud800", b"\\u0000", b" ", b"\xff", b"\xe2", b"NaN", b'"x":1', b'"round":2', b".0"]
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_random_edits_get_the_same_verdict_and_path_from_both(seed: int, demo_bytes: bytes) -> None:
+    # Beyond the named suite: a few hundred seeded random splices and cuts of the demo's bytes.
+    rng = random.Random(seed)
+    for _ in range(150):
+        data = bytearray(demo_bytes)
+        for _ in range(rng.randint(1, 3)):
+            at = rng.randrange(len(data))
+            if rng.random() < 0.3:
+                del data[at : at + rng.randint(1, 4)]
+            else:
+                data[at : at + rng.randint(0, 1)] = rng.choice(_SPLICES)
+        reference, independent = _reference(bytes(data)), _independent(bytes(data))
+        assert (reference is None) == (independent is None), (reference, independent)
+        if reference is not None:
+            assert reference.path == independent.path, (str(reference), str(independent))
