@@ -500,10 +500,11 @@ def test_record_refuses_a_receipt_nested_deeper_than_a_file_may_be() -> None:
     ledger = RunLedger()
     ledger.record("disproved", round=1, receipt={"deep": _nested(250)})
     assert RunLedger.load(ledger.dump()).dump() == ledger.dump()
-    with pytest.raises(SnapshotError) as caught:
-        ledger.record("disproved", round=1, receipt={"deep": _nested(251)})
-    assert caught.value.path == "entries[1].receipt"
-    assert "255 deep" in caught.value.found
+    for levels, found in ((251, 255), (5000, 5004)):  # 5,000 levels would overflow a recursive copy
+        with pytest.raises(SnapshotError) as caught:
+            ledger.record("disproved", round=1, receipt={"deep": _nested(levels)})
+        assert caught.value.path == "entries[1].receipt"
+        assert caught.value.found == f"arrays and objects nested {found} deep in the file"
     assert len(ledger) == 1
 
 

@@ -135,9 +135,8 @@ class RunLedger:
             raise SnapshotError(
                 f"entries[{len(self._entries)}].run", repr(sorted(run)), "a run names flow_run_id and task_run_id only"
             )
-        fields["receipt"] = copy.deepcopy(receipt)  # the ledger owns its receipts; callers keep theirs
         path = f"entries[{len(self._entries)}]"
-        ensure_canonical(fields, path)
+        # Before the copy, which (like RFC 8785) recurses once per level.
         depth = _ENTRY_LEVEL + nesting_depth(fields)
         if depth > MAX_DEPTH:  # the file could not be written, nor read back
             raise SnapshotError(
@@ -145,6 +144,8 @@ class RunLedger:
                 f"arrays and objects nested {depth} deep in the file",
                 f"a file nests arrays and objects at most {MAX_DEPTH} deep",
             )
+        fields["receipt"] = copy.deepcopy(receipt)  # the ledger owns its receipts; callers keep theirs
+        ensure_canonical(fields, path)
         fields["digest"] = entry_digest(fields)
         # The writer holds itself to the loader's rules, so every ledger it writes can be read back.
         _check_entry(fields, path, fields["seq"], self.head)
