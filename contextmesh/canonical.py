@@ -16,7 +16,11 @@ Invariants (each has a test in ``tests/test_canonical.py``):
    everything a file can hold.
 3. :func:`loads` refuses duplicate object keys at any depth and non-finite number literals; a
    plain JSON parser keeps the last duplicate silently.
-4. No other module of the package calls ``orjson.dumps``, ``json.dumps`` or ``hashlib``; an AST
+4. No file nests arrays and objects deeper than :data:`MAX_DEPTH` levels: :func:`loads` refuses
+   deeper text before any recursive parser sees it, and :func:`file_bytes` refuses to write it.
+5. Every refusal names the first problem in document order (a value before its children, siblings
+   in the order they appear).
+6. No other module of the package calls ``orjson.dumps``, ``json.dumps`` or ``hashlib``; an AST
    test enforces it.
 """
 
@@ -24,6 +28,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
+from itertools import accumulate
 from typing import Any
 
 import orjson
@@ -32,20 +38,34 @@ import rfc8785
 from contextmesh.errors import CanonicalError
 
 __all__ = [
+    "MAX_DEPTH",
     "MAX_SAFE_INTEGER",
     "ROOT",
     "canonical_bytes",
     "digest",
     "ensure_canonical",
+    "ensure_depth",
     "file_bytes",
     "loads",
+    "nesting_depth",
     "sha256_hex",
+    "text_depth",
     "text_hash",
 ]
 
 MAX_SAFE_INTEGER = 2**53 - 1
+# The deepest nesting of arrays and objects any file may hold, the top-level value being level 1.
+# It is the deepest orjson (the writer) can serialise: a file nested deeper could be read but never
+# written back, so the next commit of whatever loaded it would fail. It also keeps the recursive
+# parts (the strict parser below, RFC 8785) far from Python's recursion limit.
+MAX_DEPTH = 254
 ROOT = "$"
 _FILE_OPTIONS = orjson.OPT_SORT_KEYS | orjson.OPT_APPEND_NEWLINE
+_DEPTH_RULE = f"a file nests arrays and objects at most {MAX_DEPTH} deep"
+_ESCAPE = re.compile(rb"\\.", re.DOTALL)
+_STRING = re.compile(rb'"[^"]*"')
+_NOT_BRACKET = bytes(b for b in range(256) if b not in b"[]{}")
+_STEP = tuple(1 if b in b"[{" else -1 if b in b"]}" else 0 for b in range(256))
 
 
 def _key_path(where: str, key: str) -> str:
@@ -82,16 +102,18 @@ def ensure_canonical(value: Any, path: str = ROOT) -> None:
             if item - item == 0.0:  # false exactly for NaN and the infinities
                 continue
             raise CanonicalError(where, f"the float {item!r}", "NaN and Infinity have no JSON form")
+        # Children are pushed last-first so they pop in document order: the first problem found
+        # is the first in the file, as every format page promises.
         if kind is dict:
-            for key, child in item.items():
+            for key in item:
                 if type(key) is not str:
                     raise CanonicalError(
                         where, f"the key {key!r} of type {type(key).__name__}", "object keys must be strings"
                     )
-                stack.append((child, _key_path(where, key)))
+            stack.extend(reversed([(child, _key_path(where, key)) for key, child in item.items()]))
             continue
         if kind is list or kind is tuple:
-            stack.extend((child, _index_path(where, index)) for index, child in enumerate(item))
+            stack.extend(reversed([(child, _index_path(where, index)) for index, child in enumerate(item)]))
             continue
         raise CanonicalError(
             where,
@@ -127,10 +149,53 @@ def _is_plain(value: Any) -> bool:
     return True
 
 
+def nesting_depth(value: Any) -> int:
+    """How deeply arrays and objects nest in ``value``: 0 for a scalar, 1 for ``[]`` or ``{"a": 1}``."""
+    deepest = 0
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        item, level = stack.pop()
+        kind = type(item)
+        if kind is dict:
+            children: Any = item.values()
+        elif kind is list or kind is tuple:
+            children = item
+        else:
+            continue
+        deepest = max(deepest, level)
+        stack.extend((child, level + 1) for child in children)
+    return deepest
+
+
+def text_depth(data: bytes) -> int:
+    """How deeply the brackets of JSON text nest, found without parsing it (so without recursion).
+
+    Every backslash is removed with the byte after it, then every run from a ``"`` to the next
+    ``"``; of what is left, ``[`` and ``{`` count one up, ``]`` and ``}`` one down, left to right,
+    and the depth is the highest count reached. For valid JSON that is exactly its nesting depth.
+    """
+    brackets = _STRING.sub(b"", _ESCAPE.sub(b"", data)).translate(None, _NOT_BRACKET)
+    return max(accumulate(map(_STEP.__getitem__, brackets)), default=0)
+
+
+def _too_deep(depth: int, where: str) -> CanonicalError:
+    return CanonicalError(where, f"arrays and objects nested {depth} deep", _DEPTH_RULE)
+
+
+def ensure_depth(value: Any, where: str = ROOT) -> None:
+    """Refuse an already parsed document nested deeper than :data:`MAX_DEPTH`."""
+    depth = nesting_depth(value)
+    if depth > MAX_DEPTH:
+        raise _too_deep(depth, where)
+
+
 def file_bytes(value: Any) -> bytes:
     """Serialise ``value`` for a file: orjson, sorted keys, trailing newline."""
     ensure_canonical(value)
-    return orjson.dumps(value, option=_FILE_OPTIONS)
+    try:
+        return orjson.dumps(value, option=_FILE_OPTIONS)
+    except orjson.JSONEncodeError:  # after ensure_canonical, only nesting beyond MAX_DEPTH gets here
+        raise _too_deep(nesting_depth(value), ROOT) from None
 
 
 def canonical_bytes(value: Any) -> bytes:
@@ -192,8 +257,14 @@ def _find_duplicate(value: Any, path: str) -> tuple[str, str] | None:
     return None
 
 
+def _refuse_deep_text(raw: bytes, where: str) -> None:
+    depth = text_depth(raw)
+    if depth > MAX_DEPTH:
+        raise _too_deep(depth, where)
+
+
 def loads(data: bytes | str, where: str = ROOT) -> Any:
-    """Parse strict JSON: no duplicate keys at any depth, no NaN or Infinity.
+    """Parse strict JSON: no duplicate keys at any depth, no NaN or Infinity, at most MAX_DEPTH deep.
 
     Files ContextMesh wrote are already in orjson's sorted form, and a text that equals the
     re-serialisation of its own parse cannot hold a duplicate key (dropping one would shorten
@@ -204,17 +275,24 @@ def loads(data: bytes | str, where: str = ROOT) -> Any:
     try:
         value = orjson.loads(raw)
     except orjson.JSONDecodeError as exc:
+        _refuse_deep_text(raw, where)  # text too deep is named as such, whatever else is wrong with it
         raise CanonicalError(where, f"text that is not strict JSON ({exc})", "files must be valid JSON") from None
     try:
         # The fast path needs no walk of the value: orjson.loads yields only JSON types with
         # string keys, a float that re-serialises to the same text cannot be NaN or infinite
         # (orjson writes those as null), and OPT_STRICT_INTEGER raises on exactly the integers
         # ensure_canonical refuses (beyond ±(2**53 - 1)), sending them to the slow path, which
-        # reports them as before. Walking a large graph file here took seconds.
+        # reports them as before; orjson writes nothing nested deeper than MAX_DEPTH, so a text
+        # equal to its re-serialisation is within the depth limit. Walking a large graph file
+        # here took seconds.
         if orjson.dumps(value, option=_FILE_OPTIONS | orjson.OPT_STRICT_INTEGER) == raw:
             return value
-    except (TypeError, orjson.JSONEncodeError):  # e.g. an integer orjson can read but not write
+    except (TypeError, orjson.JSONEncodeError):  # an integer orjson can read but not write; deep nesting
         pass
+    # Measured on the text, not on orjson's value: orjson keeps only the last of two duplicate
+    # keys, so a deep value under the first would go unseen — and would then reach json.loads,
+    # which recurses once per level.
+    _refuse_deep_text(raw, where)
     try:
         slow = json.loads(raw, object_pairs_hook=_pairs_hook, parse_constant=_refuse_constant)
     except CanonicalError as exc:

@@ -419,7 +419,7 @@ def test_ledger_is_byte_identical_across_hash_seeds(seed: str, demo_bytes: bytes
     assert result.stdout.strip() == hashlib.sha256(demo_bytes).hexdigest()
 
 
-# -- known shortfalls of the reference implementation (docs/formats/runledger-v2.md §11) ------
+# -- the writer holds itself to the reader's rules ------------------------------------------------
 
 WRITER_ONLY = {
     "empty task": {"event": "executed", "round": 1, "task": ""},
@@ -474,3 +474,65 @@ def test_from_snapshot_does_not_share_the_documents_receipts() -> None:
     restored = RunLedger.from_snapshot(doc)
     doc["entries"][2]["receipt"]["blast_radius"] = 99
     assert restored.verify()
+
+
+# -- floats, depth and the order of problems (docs/formats/runledger-v2.md, rules L1-L4 and L18) --
+
+
+def test_record_refuses_a_float_in_a_receipt() -> None:
+    ledger = RunLedger()
+    with pytest.raises(SnapshotError) as caught:
+        ledger.record("disproved", round=1, receipt={"reason": "x", "scores": [1, 0.5]})
+    assert caught.value.path == "entries[0].receipt.scores[1]"
+    assert "no floats" in caught.value.rule
+    assert len(ledger) == 0
+
+
+def _nested(levels: int) -> Any:
+    value: Any = "leaf"
+    for _ in range(levels):
+        value = [value]
+    return value
+
+
+def test_record_refuses_a_receipt_nested_deeper_than_a_file_may_be() -> None:
+    # The receipt object sits at level 4 of the file, so 250 arrays inside it reach level 254.
+    ledger = RunLedger()
+    ledger.record("disproved", round=1, receipt={"deep": _nested(250)})
+    assert RunLedger.load(ledger.dump()).dump() == ledger.dump()
+    for levels, found in ((251, 255), (5000, 5004)):  # 5,000 levels would overflow a recursive copy
+        with pytest.raises(SnapshotError) as caught:
+            ledger.record("disproved", round=1, receipt={"deep": _nested(levels)})
+        assert caught.value.path == "entries[1].receipt"
+        assert caught.value.found == f"arrays and objects nested {found} deep in the file"
+    assert len(ledger) == 1
+
+
+def test_from_snapshot_refuses_a_document_nested_too_deep() -> None:
+    doc = _small().snapshot()
+    doc["entries"][2]["receipt"]["deep"] = _nested(2000)
+    with pytest.raises(CanonicalError) as caught:
+        RunLedger.from_snapshot(doc)
+    assert caught.value.path == "$"
+    assert caught.value.found == "arrays and objects nested 2004 deep"  # receipt at level 4
+
+
+@pytest.mark.parametrize("spaced", [False, True])
+def test_load_refuses_1024_levels_cleanly(spaced: bool, demo_bytes: bytes) -> None:
+    # Today's main accepted this file when compact and raised RecursionError when spaced.
+    gap = b" " if spaced else b""
+    deep = (b"[" + gap) * 1020 + b"1" + (gap + b"]") * 1020
+    data = demo_bytes.replace(b'"blast_radius":8', b'"blast_radius":8,"deep":' + deep, 1)
+    with pytest.raises(CanonicalError) as caught:
+        RunLedger.load(data)
+    assert caught.value.path == "$"
+    assert caught.value.found == "arrays and objects nested 1024 deep"
+    assert caught.value.rule == "a file nests arrays and objects at most 254 deep"
+
+
+def test_load_names_the_first_of_two_integers_beyond_the_safe_range(demo_bytes: bytes) -> None:
+    doc = _doc(demo_bytes)
+    data = json.dumps(doc).replace('"round": 1,', '"round": 9007199254740992,').encode()
+    with pytest.raises(CanonicalError) as caught:
+        RunLedger.load(data)
+    assert caught.value.path == "entries[0].round"

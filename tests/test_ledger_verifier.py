@@ -12,6 +12,9 @@ import ast
 import hashlib
 import importlib.util
 import json
+import os
+import random
+import re
 import subprocess
 import sys
 from collections.abc import Callable
@@ -23,8 +26,9 @@ import pytest
 import rfc8785
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from ledger_cases import CASES, Case
 
-from contextmesh.canonical import loads
+from contextmesh.canonical import MAX_DEPTH, loads
 from contextmesh.demo.execute import run_walkthrough
 from contextmesh.errors import InputError
 from contextmesh.formats.ledger import RunLedger
@@ -183,125 +187,86 @@ def test_wholly_reforged_chain_passes_unless_a_trusted_head_is_given(
     assert "refused at head:" in refused.stderr
 
 
-# -- agreement with the reference loader, in process ---------------------------------------------
+# -- agreement with the reference loader on the whole corruption suite ----------------------------
 
 
-def _raw(old: bytes, new: bytes) -> Callable[[bytes], bytes]:
-    def change(data: bytes) -> bytes:
-        assert old in data
-        return data.replace(old, new, 1)
-
-    return change
-
-
-def _doc(change: Callable[[dict[str, Any]], Any]) -> Callable[[bytes], bytes]:
-    def apply(data: bytes) -> bytes:
-        doc = json.loads(data)
-        change(doc)
-        return _encode(doc)
-
-    return apply
-
-
-def _rechain_after(index: int, field: str, value: Any) -> Callable[[dict[str, Any]], None]:
-    """Edit an entry and recompute its digest only (the next entry's previous then disagrees)."""
-
-    def change(doc: dict[str, Any]) -> None:
-        entry = doc["entries"][index]
-        entry[field] = value
-        entry["digest"] = verifier.entry_digest(entry)
-
-    return change
-
-
-AGREEMENT_CASES: dict[str, Callable[[bytes], bytes]] = {
-    "valid": lambda data: data,
-    "reformatted with spaces and \\u escapes": lambda data: json.dumps(json.loads(data), indent=1).encode(),
-    "edited detail": _doc(_edit_detail),
-    "edited event": _doc(lambda d: d["entries"][1].update(event="executed")),
-    "edited round": _doc(lambda d: d["entries"][0].update(round=2)),
-    "edited receipt": _doc(_edit_receipt),
-    "edited run id": _doc(lambda d: d["entries"][0].update(run={"flow_run_id": "f", "task_run_id": None})),
-    "edit with its digest recomputed": _doc(_rechain_after(4, "detail", "forged")),
-    "last entry edited, digest recomputed": _doc(_rechain_after(28, "detail", "forged")),
-    "deleted entry": _doc(_delete),
-    "swapped entries": _doc(_swap),
-    "truncated list": _doc(_truncate),
-    "empty list, old head": _doc(lambda d: d.update(entries=[])),
-    "empty list, genesis head": _doc(lambda d: d.update(entries=[], head="0" * 64)),
-    "duplicate key in an entry": _raw(b'"round":1,', b'"round":1,"round":1,'),
-    "duplicate key at the top": _raw(b'"version":2', b'"version":2,"version":2'),
-    "duplicate key in a receipt": _raw(b'"blast_radius":8', b'"blast_radius":8,"blast_radius":8'),
-    "unknown entry field": _doc(lambda d: d["entries"][2].update(extra=None)),
-    "unknown top-level field": _doc(lambda d: d.update(extra=1)),
-    "unknown run field": _doc(lambda d: d["entries"][0].update(run={"flow_run_id": None, "task_run_id": None, "x": 1})),
-    "missing entry field": _doc(lambda d: d["entries"][2].pop("detail")),
-    "missing head": _doc(lambda d: d.pop("head")),
-    "missing run field": _doc(lambda d: d["entries"][0].update(run={"flow_run_id": None})),
-    "wrong schema": _doc(lambda d: d.update(schema="contextmesh.graph")),
-    "missing schema": _doc(lambda d: d.pop("schema")),
-    "v1": _doc(_v1),
-    "v3": _doc(lambda d: d.update(version=3)),
-    "boolean version": _doc(lambda d: d.update(version=True)),
-    "float seq": _raw(b'"seq":1,', b'"seq":1.0,'),
-    "boolean round": _doc(lambda d: d["entries"][0].update(round=True)),
-    "negative round": _doc(lambda d: d["entries"][0].update(round=-1)),
-    "unknown event": _doc(lambda d: d["entries"][0].update(event="teleported")),
-    "empty task": _doc(lambda d: d["entries"][0].update(task="")),
-    "numeric key": _doc(lambda d: d["entries"][0].update(key=7)),
-    "null detail": _doc(lambda d: d["entries"][0].update(detail=None)),
-    "receipt on an executed entry": _doc(lambda d: d["entries"][0].update(receipt={})),
-    "disproved without a receipt": _doc(lambda d: d["entries"][10].update(receipt=None)),
-    "receipt as a list": _doc(lambda d: d["entries"][10].update(receipt=[])),
-    "run as text": _doc(lambda d: d["entries"][0].update(run="f")),
-    "empty run id": _doc(lambda d: d["entries"][0].update(run={"flow_run_id": "", "task_run_id": None})),
-    "upper-case digest": _doc(lambda d: d["entries"][0].update(digest=d["entries"][0]["digest"].upper())),
-    "short previous": _doc(lambda d: d["entries"][0].update(previous="0" * 63)),
-    "malformed head": _doc(lambda d: d.update(head="xyz")),
-    "entries as an object": _doc(lambda d: d.update(entries={})),
-    "entry as a list": _doc(lambda d: d["entries"].__setitem__(0, [])),
-    "top level is a list": lambda data: b"[]",
-    "NaN": _raw(b'"round":1,', b'"round":NaN,'),
-    "overflowing number": _raw(b'"round":1,', b'"round":1e400,'),
-    "integer beyond 2**53": _raw(b'"round":1,', b'"round":9007199254740992,'),
-    "unpaired surrogate": _raw(b'"detail":"output', b'"detail":"\\ud800output'),
-    "byte-order mark": lambda data: b"\xef\xbb\xbf" + data,
-    "not UTF-8": _raw(b"\xe2\x80\x94", b"\xe2\x80"),
-    "not JSON": lambda data: data[:-5],
-}
-
-
-ACCEPTED = {"valid", "reformatted with spaces and \\u escapes", "empty list, genesis head"}
-
-
-def _reference(data: bytes, expect_head: str | None = None) -> str | None:
+def _reference(data: bytes, expect_head: str | None = None) -> InputError | None:
     try:
         RunLedger.load(data, expect_head=expect_head)
     except InputError as exc:
-        return exc.path
+        return exc
     return None
 
 
-def _independent(data: bytes, expect_head: str | None = None) -> str | None:
+def _independent(data: bytes, expect_head: str | None = None) -> Any:
     try:
         verifier.verify_bytes(data, expect_head)
     except verifier.InvalidLedgerError as exc:
-        return str(exc.path)
+        return exc
     return None
 
 
-@pytest.mark.parametrize("name", list(AGREEMENT_CASES))
-def test_verifier_agrees_with_the_reference_loader(name: str, demo_bytes: bytes) -> None:
-    data = AGREEMENT_CASES[name](demo_bytes)
-    expected = _reference(data)
-    assert _independent(data) == expected
-    assert (expected is None) == (name in ACCEPTED)
+@pytest.mark.parametrize("case", [pytest.param(c, id=c.name) for c in CASES])
+def test_verifier_and_reference_report_the_same_first_problem(case: Case, demo_bytes: bytes) -> None:
+    data = case.make(demo_bytes)
+    reference, independent = _reference(data), _independent(data)
+    assert (reference is None) == (independent is None) == (case.path is None), (reference, independent)
+    if case.path is None:
+        return
+    assert reference is not None and independent is not None
+    assert reference.path == independent.path == case.path, (str(reference), str(independent))
+    assert case.fragment in str(reference), str(reference)
+    assert case.fragment in str(independent), str(independent)
+
+
+def test_the_suite_covers_every_kind_of_rule() -> None:
+    assert len(CASES) >= 90
+    assert len({case.name for case in CASES}) == len(CASES)
+    refused_at = {case.path for case in CASES}
+    assert {None, "$", "schema", "version", "head", "entries", "entries[0].seq", "entries[0].run.x"} <= refused_at
+
+
+DEPTHS = [255, 1024, 1025, 10_000, 100_000]
+
+
+@pytest.mark.parametrize("levels", DEPTHS)
+def test_deep_nesting_is_refused_with_the_same_message_by_both(levels: int) -> None:
+    # Before the fix the verifier raised RecursionError here and the loader accepted 1,024 levels.
+    data = b'{"entries":' + b"[" * (levels - 1) + b"]" * (levels - 1) + b"}"
+    reference, independent = _reference(data), _independent(data)
+    assert reference is not None and independent is not None
+    assert (
+        str(reference)
+        == str(independent)
+        == (f"$: arrays and objects nested {levels} deep; a file nests arrays and objects at most 254 deep")
+    )
+
+
+def test_the_verifier_program_refuses_deep_nesting_without_a_traceback(tmp_path: Path) -> None:
+    path = tmp_path / "deep.json"
+    path.write_bytes(b"[" * 100_000 + b"]" * 100_000)
+    result = _run(path)
+    assert result.returncode == 1
+    assert "Traceback" not in result.stderr
+    assert "refused at $: arrays and objects nested 100000 deep" in result.stderr
+
+
+def test_the_verifier_program_refuses_a_fifo_instead_of_waiting(tmp_path: Path) -> None:
+    path = tmp_path / "fifo.json"
+    os.mkfifo(path)
+    result = subprocess.run(
+        [sys.executable, str(VERIFIER), str(path)], capture_output=True, text=True, timeout=20, check=False
+    )
+    assert result.returncode == 1
+    assert "not a regular file" in result.stderr
 
 
 def test_verifier_and_reference_agree_on_the_trusted_head(demo: RunLedger, demo_bytes: bytes) -> None:
     forged = _reforge(demo_bytes)
     assert _independent(forged) is None and _reference(forged) is None
-    assert _independent(forged, demo.head) == _reference(forged, demo.head) == "head"
+    refused, also_refused = _independent(forged, demo.head), _reference(forged, demo.head)
+    assert refused is not None and also_refused is not None
+    assert refused.path == also_refused.path == "head"
     assert verifier.verify_bytes(demo_bytes, demo.head) == (29, demo.head)
 
 
@@ -341,39 +306,18 @@ def test_the_specs_worked_example_is_right() -> None:
 
 # -- RFC 8785 -----------------------------------------------------------------------------------
 
-FLOATS = [
-    0.0,
-    -0.0,
-    1.0,
-    -1.5,
-    0.1,
-    1e-6,
-    1e-7,
-    1.5e-7,
-    123e-9,
-    1e20,
-    1e21,
-    1.2345678901234568e20,
-    9007199254740993.0,
-    5e-324,
-    1.7976931348623157e308,
-    333333333.3333333,
-    1e16,
-    0.000001234,
-    4.35,
-    2**53 * 1.0,
-]
+
+def test_a_float_has_no_form_in_a_ledger() -> None:
+    for value in (1.0, 0.5, float("nan")):
+        with pytest.raises(ValueError, match="no form in a ledger"):
+            verifier.canonical_bytes({"a": [value]})
 
 
-@pytest.mark.parametrize("value", FLOATS, ids=repr)
-def test_floats_are_written_as_ecmascript_writes_them(value: float) -> None:
+def test_canonical_bytes_of_a_value_at_the_depth_limit_match_the_rfc8785_package() -> None:
+    value: Any = {"k": "v"}
+    for index in range(253):
+        value = [index, value] if index % 2 else {"x": value, "a": index}
     assert verifier.canonical_bytes(value) == rfc8785.dumps(value)
-
-
-def test_non_finite_floats_are_refused() -> None:
-    for value in (float("nan"), float("inf"), -float("inf")):
-        with pytest.raises(ValueError, match="no JSON form"):
-            verifier.canonical_bytes(value)
 
 
 def test_keys_sort_by_utf16_code_units() -> None:
@@ -392,11 +336,7 @@ def test_string_escaping_follows_rfc8785() -> None:
 
 
 JSON = st.recursive(
-    st.none()
-    | st.booleans()
-    | st.integers(min_value=-(2**53) + 1, max_value=2**53 - 1)
-    | st.floats(allow_nan=False, allow_infinity=False)
-    | st.text(),
+    st.none() | st.booleans() | st.integers(min_value=-(2**53) + 1, max_value=2**53 - 1) | st.text(),
     lambda children: st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=6), children, max_size=4),
     max_leaves=20,
 )
@@ -442,3 +382,42 @@ def test_verifier_runs_with_contextmesh_unimportable(demo_bytes: bytes, tmp_path
     )
     assert result.returncode == 0, result.stderr
     assert result.stdout.startswith("ok 29 entries head ")
+
+
+# -- the page and the code say the same -----------------------------------------------------------
+
+
+def test_the_page_states_the_limit_both_implementations_enforce() -> None:
+    spec = SPEC.read_text(encoding="utf-8")
+    assert verifier.MAX_DEPTH == MAX_DEPTH == 254
+    assert "nest at most **254** levels" in spec
+    assert "a ledger holds no floats: every number is an integer" in spec
+
+
+def test_every_rule_the_verifier_cites_is_on_the_page() -> None:
+    cited = set(re.findall(r"\bL(\d+)\b", VERIFIER.read_text(encoding="utf-8")))
+    stated = set(re.findall(r"\*\*L(\d+)[ .]", SPEC.read_text(encoding="utf-8")))
+    assert stated == {str(n) for n in range(1, 25)}
+    assert cited <= stated
+
+
+_SPLICES = [b'"', b"\\", b"[", b"]", b"{", b"}", b",", b":", b"1", b"1.5", b"-0", b"1e400", b"9007199254740993"]
+_SPLICES += [b"null", b"true", b"\\ud800", b"\\u0000", b" ", b"\xff", b"\xe2", b"NaN", b'"x":1', b'"round":2', b".0"]
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_random_edits_get_the_same_verdict_and_path_from_both(seed: int, demo_bytes: bytes) -> None:
+    # Beyond the named suite: a few hundred seeded random splices and cuts of the demo's bytes.
+    rng = random.Random(seed)
+    for _ in range(150):
+        data = bytearray(demo_bytes)
+        for _ in range(rng.randint(1, 3)):
+            at = rng.randrange(len(data))
+            if rng.random() < 0.3:
+                del data[at : at + rng.randint(1, 4)]
+            else:
+                data[at : at + rng.randint(0, 1)] = rng.choice(_SPLICES)
+        reference, independent = _reference(bytes(data)), _independent(bytes(data))
+        assert (reference is None) == (independent is None), (reference, independent)
+        if reference is not None:
+            assert reference.path == independent.path, (str(reference), str(independent))

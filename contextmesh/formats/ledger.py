@@ -23,7 +23,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from contextmesh.canonical import digest, ensure_canonical, file_bytes, loads
+from contextmesh.canonical import MAX_DEPTH, digest, ensure_canonical, ensure_depth, file_bytes, loads, nesting_depth
 from contextmesh.errors import CanonicalError, SnapshotError
 from contextmesh.formats.records import check_header, exact_keys, expect_dict, expect_list
 
@@ -53,6 +53,8 @@ EVENTS = (
 )
 _FIELDS = ("seq", "round", "event", "task", "decision_id", "key", "detail", "receipt", "run", "previous", "digest")
 _HEX = re.compile(r"^[0-9a-f]{64}$")
+# An entry lies two levels down in the file (the document, then ``entries``).
+_ENTRY_LEVEL = 2
 
 
 @dataclass(frozen=True)
@@ -133,8 +135,16 @@ class RunLedger:
             raise SnapshotError(
                 f"entries[{len(self._entries)}].run", repr(sorted(run)), "a run names flow_run_id and task_run_id only"
             )
-        fields["receipt"] = copy.deepcopy(receipt)  # the ledger owns its receipts; callers keep theirs
         path = f"entries[{len(self._entries)}]"
+        # Before the copy, which (like RFC 8785) recurses once per level.
+        depth = _ENTRY_LEVEL + nesting_depth(fields)
+        if depth > MAX_DEPTH:  # the file could not be written, nor read back
+            raise SnapshotError(
+                f"{path}.receipt",
+                f"arrays and objects nested {depth} deep in the file",
+                f"a file nests arrays and objects at most {MAX_DEPTH} deep",
+            )
+        fields["receipt"] = copy.deepcopy(receipt)  # the ledger owns its receipts; callers keep theirs
         ensure_canonical(fields, path)
         fields["digest"] = entry_digest(fields)
         # The writer holds itself to the loader's rules, so every ledger it writes can be read back.
@@ -178,6 +188,7 @@ class RunLedger:
     @classmethod
     def from_snapshot(cls, data: Any, *, expect_head: str | None = None) -> RunLedger:
         """Restore entries exactly as written, then check them; never replay."""
+        ensure_depth(data)  # what load() refused in the text, refused in a document handed in directly
         top = expect_dict(data, "$")
         check_header(top, LEDGER_SCHEMA, LEDGER_VERSION, original_versions=(1,))
         exact_keys(top, ("schema", "version", "head", "entries"), "$")
@@ -225,6 +236,8 @@ def _check_entry(entry: dict[str, Any], path: str, seq: int, previous: str) -> N
         raise SnapshotError(f"{path}.receipt", repr(receipt)[:60], "a receipt is an object or null")
     if (receipt is not None) != (entry["event"] == "disproved"):
         raise SnapshotError(f"{path}.receipt", repr(receipt)[:60], "exactly the disproved entries carry a receipt")
+    if receipt is not None:
+        _refuse_floats(receipt, f"{path}.receipt")
     run = entry["run"]
     if run is not None:
         run = expect_dict(run, f"{path}.run")
@@ -249,3 +262,21 @@ def _check_entry(entry: dict[str, Any], path: str, seq: int, previous: str) -> N
             repr(entry["digest"]),
             "the digest must recompute from the entry's fields; this entry was edited after it was written",
         )
+
+
+def _refuse_floats(value: Any, path: str) -> None:
+    """Refuse the first float in ``value``, in document order.
+
+    A ledger holds integers only. Nothing the engine records is fractional, and an independent
+    verifier then needs no shortest-round-trip float printer to recompute RFC 8785 digests — the
+    one part of RFC 8785 that independent implementations most often get subtly wrong.
+    """
+    stack: list[tuple[Any, str]] = [(value, path)]
+    while stack:
+        item, where = stack.pop()
+        if type(item) is float:
+            raise SnapshotError(where, f"the float {item!r}", "a ledger holds no floats: every number is an integer")
+        if type(item) is dict:
+            stack.extend(reversed([(child, f"{where}.{key}") for key, child in item.items()]))
+        elif type(item) is list or type(item) is tuple:
+            stack.extend(reversed([(child, f"{where}[{index}]") for index, child in enumerate(item)]))

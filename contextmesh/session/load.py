@@ -33,6 +33,7 @@ from contextmesh.graph import ContextGraph
 from contextmesh.resolve import Resolver
 from contextmesh.session.commit import latest_generation
 from contextmesh.session.layout import Manifest, manifest_name, parse_manifest
+from contextmesh.session.receipts import check_receipt
 from contextmesh.session.telemetry import apply_telemetry, check_zeroed
 
 __all__ = ["Loaded", "SessionFileError", "load_directory"]
@@ -173,9 +174,8 @@ def _check_ledger(manifest: Manifest, runner: Runner, ledger: RunLedger, graph: 
             )
         if entry.decision_id is not None and entry.decision_id not in graph:
             raise SessionFileError(f"{where}.decision_id", repr(entry.decision_id), "a cited id exists in the graph")
-        if entry.receipt is not None:
-            cited = [entry.receipt.get("ground", {}).get("assumption_id"), entry.receipt.get("evidence_id")]
-            cited += [item.get("id") for item in entry.receipt.get("invalidated", [])]
-            for node_id in cited:
-                if not isinstance(node_id, str) or node_id not in graph:
-                    raise SessionFileError(f"{where}.receipt", repr(node_id), "a receipt cites ids of the graph")
+        if entry.receipt is not None:  # a receipt cites ids of the graph: every one must exist there
+            try:
+                check_receipt(entry.receipt, f"entries[{index}].receipt", graph)
+            except SnapshotError as exc:
+                raise SessionFileError(f"{name}:{exc.path}", exc.found, exc.rule) from None
