@@ -143,7 +143,12 @@ def _dispatching(commands: Commands) -> None:
     rep.add_argument(
         "--worker-key", type=Key("a registered worker key"), help="the key it runs from now on, e.g. auth.bcrypt.v1"
     )
-    rep.add_argument("--assumes", type=Text("the statement of its new ground"), required=True, help="its new ground")
+    rep.add_argument(
+        "--assumes",
+        type=Text("the statement of its new ground"),
+        required=True,
+        help="the statement of its new ground, in quotes",
+    )
     rep.set_defaults(handler=writes.repair)
     for sub in (rck, res, rep):
         sub.add_argument("--session", type=SESSION_DIR, required=True, metavar="DIR", help="the session directory")
