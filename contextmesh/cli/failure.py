@@ -23,7 +23,18 @@ from typing import TextIO
 from contextmesh.canonical import file_bytes
 from contextmesh.errors import ContextMeshError
 
-__all__ = ["USAGE", "Failure", "OutputError", "UsageError", "classify", "emit", "json_requested", "one_line", "writing"]
+__all__ = [
+    "USAGE",
+    "Failure",
+    "OutputError",
+    "UsageError",
+    "classify",
+    "emit",
+    "json_requested",
+    "one_line",
+    "write",
+    "writing",
+]
 
 USAGE = 2
 REFUSED = 1
@@ -129,17 +140,28 @@ def _safe(text: str) -> str:
     return text.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
+def write(stream: TextIO, text: str) -> None:
+    """Write and flush ``text``; characters the stream's encoding lacks are escaped, not fatal."""
+    try:
+        stream.write(text)
+    except UnicodeEncodeError:
+        encoding = stream.encoding or "ascii"
+        stream.write(text.encode(encoding, "backslashreplace").decode(encoding))
+    stream.flush()
+
+
 def emit(failure: Failure, *, as_json: bool, stdout: TextIO, stderr: TextIO) -> int:
     """Write the failure (one stderr line; the JSON document under ``--json``); return the exit status."""
-    stderr.write(_safe(f"{failure.prog}: {failure.message}") + "\n")
-    stderr.flush()
-    if as_json:
-        document = Failure(
-            failure.kind,
-            _safe(failure.message),
-            None if failure.path is None else _safe(failure.path),
-            failure.code,
-        ).to_dict()
-        stdout.write(file_bytes(document).decode("utf-8"))
-        stdout.flush()
+    try:
+        write(stderr, _safe(f"{failure.prog}: {failure.message}") + "\n")
+        if as_json:
+            document = Failure(
+                failure.kind,
+                _safe(failure.message),
+                None if failure.path is None else _safe(failure.path),
+                failure.code,
+            ).to_dict()
+            write(stdout, file_bytes(document).decode("utf-8"))
+    except BrokenPipeError:
+        pass  # the reader went away; the exit status still says what happened
     return failure.code

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from contextmesh.canonical import file_bytes
-from contextmesh.cli.failure import classify, emit, json_requested
+from contextmesh.cli.failure import classify, emit, json_requested, write
 from contextmesh.cli.parser import build_parser
 
 __all__ = ["main"]
@@ -30,15 +30,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = build_parser().parse_args(tokens)
         output = _render(args, as_json)
     except KeyboardInterrupt:
-        sys.stderr.write("contextmesh: interrupted\n")
+        write(sys.stderr, "contextmesh: interrupted\n")
         return INTERRUPTED
     except Exception as exc:
         if os.environ.get("CONTEXTMESH_DEBUG"):
             raise
         return emit(classify(exc), as_json=as_json, stdout=sys.stdout, stderr=sys.stderr)
     try:
-        sys.stdout.write(output)
-        sys.stdout.flush()
+        write(sys.stdout, output)
     except BrokenPipeError:
         # A reader such as `head` closed the pipe: stop quietly, as other command-line tools do.
         sys.stdout = None

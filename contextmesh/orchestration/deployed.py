@@ -84,8 +84,19 @@ def require_api(api_url: str, *, timeout: float = 5.0) -> None:
 
 
 @contextmanager
+def _answering(api_url: str) -> Iterator[None]:
+    """An API that stops answering mid-dispatch is a refusal naming it, like one that never answered."""
+    import httpx  # noqa: PLC0415
+
+    try:
+        yield
+    except httpx.TransportError as exc:
+        raise ExecutionError(f"the Prefect API at {api_url} stopped answering ({type(exc).__name__}: {exc})") from None
+
+
+@contextmanager
 def _on(record: ServedRecord) -> Iterator[None]:
-    with client_settings(record.api_url, heartbeat=False):
+    with _answering(record.api_url), client_settings(record.api_url, heartbeat=False):
         yield
 
 
@@ -179,7 +190,7 @@ def configured_record(session_dir: Path, api_url: str) -> ServedRecord:
 
     session_id, _, _ = peek(str(session_dir))
     names = {"plan": PLAN_DEPLOYMENT, "recheck": RECHECK_DEPLOYMENT, "repair": REPAIR_DEPLOYMENT}
-    with client_settings(api_url, heartbeat=False), get_client(sync_client=True) as client:
+    with _answering(api_url), client_settings(api_url, heartbeat=False), get_client(sync_client=True) as client:
         for role, name in names.items():
             try:
                 deployment = client.read_deployment_by_name(name)
