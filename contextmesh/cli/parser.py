@@ -76,42 +76,39 @@ def leaf_parsers(parser: argparse.ArgumentParser, prefix: tuple[str, ...] = ()) 
     return found
 
 
-def _common(sub: argparse.ArgumentParser, *, session: bool = False, rounds: int | None = None) -> None:
-    if session:
-        sub.add_argument("--session", type=SESSION_DIR, metavar="DIR", help="work on a saved session")
-        sub.add_argument("--feed", type=FEED, help=argparse.SUPPRESS)  # the demo auditor's feed, with --session
-    if rounds is not None:
-        sub.add_argument(
-            "--rounds",
-            type=ROUNDS,
-            metavar="N",
-            help=f"walk rounds of the fixed question mix before the command, 0 to {MAX_ROUNDS} (default {rounds}; "
-            "not with --session, which keeps its own)",
-        )
+def _common(sub: argparse.ArgumentParser, *, rounds: int, with_session: str = "not with --session, its own") -> None:
+    sub.add_argument("--session", type=SESSION_DIR, metavar="DIR", help="work on a saved session and commit through it")
+    sub.add_argument("--feed", type=FEED, help=argparse.SUPPRESS)  # the demo auditor's feed, with --session
+    sub.add_argument(
+        "--rounds",
+        type=ROUNDS,
+        metavar="N",
+        help=f"walk rounds of the fixed question mix first, 0 to {MAX_ROUNDS} (default {rounds}; {with_session})",
+    )
 
 
 def _reading_commands(commands: Commands) -> argparse.ArgumentParser:
     commands.add_parser("schema", help="print the ontology GRAPH.md defines").set_defaults(handler=reads.schema)
     demo = commands.add_parser("demo", help="build the demo graph, walk it, break an assumption, report")
-    _common(demo, rounds=8)
+    demo.add_argument("--rounds", type=ROUNDS, metavar="N", help=f"walk rounds first, 0 to {MAX_ROUNDS} (default 8)")
     demo.set_defaults(handler=reads.demo)
     ask = commands.add_parser("ask", help="answer a question with the path the walk took, or name the dead end")
     ask.add_argument("question", type=Text("a question"), help="the question, in quotes")
     ask.add_argument("--as-of", type=IsoDate(), metavar="DATE", help="answer from the graph as it stood on YYYY-MM-DD")
     ask.add_argument("--policy", type=EdgePolicy(), metavar="TYPES", help="comma-separated edge types to follow")
-    _common(ask, session=True, rounds=0)
+    _common(ask, rounds=0)
     ask.set_defaults(handler=reads.ask)
     health = commands.add_parser("health", help="what is quietly wrong with the graph")
-    _common(health, session=True, rounds=8)
+    _common(health, rounds=8)
     health.set_defaults(handler=reads.health)
     invalidate = commands.add_parser("invalidate", help="reject the demo's sizing assumption through evidence")
     invalidate.add_argument("--dry-run", action="store_true", help="report what would fall; change nothing")
-    _common(invalidate, session=True, rounds=8)
+    _common(invalidate, rounds=8)
     invalidate.set_defaults(handler=reads.invalidate)
     exp = commands.add_parser("export", help="write the dashboard's payload (and, with --inline, its page)")
     exp.add_argument("--out", type=OUT_DIR, default="dashboard", metavar="DIR", help="the dashboard directory")
     exp.add_argument("--inline", action="store_true", help="embed the payload so index.html opens from file://")
-    _common(exp, session=True, rounds=8)
+    _common(exp, rounds=8, with_session="with --session, asked in memory only")
     exp.set_defaults(handler=reads.export)
     session = commands.add_parser("session", help="save, show or verify a session directory")
     actions = session.add_subparsers(dest="session_command", required=True, metavar="ACTION", parser_class=CliParser)
