@@ -6,6 +6,7 @@ Pure functions from result objects to strings; nothing here computes a figure.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from contextmesh.assumptions import AssumptionLedger
 from contextmesh.demo.execute import Walkthrough, produced
@@ -19,10 +20,12 @@ from contextmesh.traverse import Walk
 __all__ = [
     "render_as_of",
     "render_build",
+    "render_commit",
     "render_health",
     "render_invalidation",
     "render_lineage",
     "render_round",
+    "render_session",
     "render_walk",
     "render_walkthrough",
 ]
@@ -156,4 +159,38 @@ def render_walkthrough(walk: Walkthrough, *, urls: dict[int, str] | None = None)
         lines.append(f"  fallen ({receipt['blast_radius']}):")
         lines += [f"    ✗ {item['chain']}" for item in receipt["invalidated"]]
         lines.append(f"  preserved: {receipt['preserved_count']} (digest {receipt['preserved_digest'][:16]}…)")
+    return "\n".join(lines)
+
+
+def render_commit(generation: int, outcome: str, reason: str | None) -> str:
+    """The line after a session ask: the generation it committed, or that its commit was skipped or failed, and why."""
+    if outcome == "committed":
+        return f"(session generation {generation}: committed)"
+    return (
+        f"(session generation {generation}: commit {outcome} — {reason}; what this ask taught the graph "
+        "(its walk telemetry) was not saved)"
+    )
+
+
+def render_session(data: dict[str, Any]) -> str:
+    """``session show``: what the newest generation holds, and this process's commit counters."""
+    lines = [f"SESSION {data['directory']} · id {data['session_id']} · generation {data['generation']}"]
+    lines.append(f"  nodes {data['nodes_live']} live of {data['nodes_total']} · edges {data['edges_live']} live")
+    lines.append(f"  walk rounds {data['rounds']} · walker {data['walker']}")
+    if data["plan"]:
+        lines.append(f"  plan {data['plan']['name']} round {data['plan']['round']}: {data['plan']['states']}")
+        lines.append(
+            f"  ledger {data['ledger']['entries']} entries · head {data['ledger']['head'][:16]}… · "
+            f"chain intact: {data['ledger']['verified']}"
+        )
+    counts = data["checkpoints"]
+    lines.append(
+        f"  commits: generation {data['generation']} on disk (each generation is one commit that landed); "
+        f"{counts['scope']}: {counts['commits']} committed, {counts['skipped']} skipped ({counts['contended']} "
+        f"lock held, {counts['conflicts']} moved on), {counts['failed']} failed, {counts['pending']} pending"
+    )
+    lines.append(
+        "  (a skipped commit cannot record itself on disk: the command that skipped says so — `ask` prints "
+        "'commit skipped' and why, and --json carries committed: false)"
+    )
     return "\n".join(lines)

@@ -84,14 +84,15 @@ def test_dry_run_reports_without_rejecting(capsys: pytest.CaptureFixture[str]) -
 
 
 def test_bad_date_is_refused_with_the_value_and_the_rule(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["ask", "What made the sharding rule wrong?", "--as-of", "2026-13-01"]) == 1
+    assert main(["ask", "What made the sharding rule wrong?", "--as-of", "2026-13-01"]) == 2  # a usage error
     err = capsys.readouterr().err
     assert "'2026-13-01'" in err and "YYYY-MM-DD" in err
 
 
 def test_unknown_policy_edge_type_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["ask", "What made the sharding rule wrong?", "--policy", "mentions,links_to"]) == 1
-    assert "links_to" in capsys.readouterr().err
+    assert main(["ask", "What made the sharding rule wrong?", "--policy", "mentions,links_to"]) == 2
+    err = capsys.readouterr().err
+    assert "names 'links_to', which is not an edge type" in err and "derived_from" in err  # legal names listed
 
 
 def test_negative_rounds_are_refused_by_the_parser() -> None:

@@ -65,7 +65,7 @@ LAYERS: dict[str, float] = {
     # the bridge from MCP's recheck/resume to the served deployments: builds the MCP result models
     "contextmesh.orchestration.mcp_dispatch": 10,
     # 10 surfaces
-    "contextmesh.cli": 10,
+    "contextmesh.cli.*": 10,
     "contextmesh.render": 10,
     "contextmesh.__main__": 10,
     "contextmesh.mcp.*": 10,

@@ -319,7 +319,16 @@ def test_every_ask_commits_once_per_question(demo: tuple[Path, Path], tmp_path: 
         loaded = load_directory(directory, registry=demo_registry(feed))
         assert loaded.manifest.generation == number
         assert loaded.raw["resolver"] == dump_resolver(session.resolver)  # what the question taught is on disk
-    assert session.describe()["checkpoints"] == {"pending": 0, "commits": 3, "contended": 0, "conflicts": 0}
+    assert session.describe()["checkpoints"] == {
+        "scope": "this process",
+        "pending": 0,
+        "commits": 3,
+        "skipped": 0,
+        "contended": 0,
+        "conflicts": 0,
+        "failed": 0,
+        "last_skip": None,
+    }
 
 
 def test_on_exit_commits_once_at_close(demo: tuple[Path, Path], tmp_path: Path) -> None:
@@ -333,7 +342,16 @@ def test_on_exit_commits_once_at_close(demo: tuple[Path, Path], tmp_path: Path) 
     assert session.pending == 3
     session.close()
     assert session.generation == 2
-    assert session.describe()["checkpoints"] == {"pending": 0, "commits": 1, "contended": 0, "conflicts": 0}
+    assert session.describe()["checkpoints"] == {
+        "scope": "this process",
+        "pending": 0,
+        "commits": 1,
+        "skipped": 0,
+        "contended": 0,
+        "conflicts": 0,
+        "failed": 0,
+        "last_skip": None,
+    }
     loaded = load_directory(directory, registry=demo_registry(feed))
     assert loaded.manifest.generation == 2
     assert dump_graph(loaded.graph) == dump_graph(session.graph)  # structure and telemetry
@@ -363,11 +381,29 @@ def test_lock_contention_is_a_counted_skip_and_the_work_stays_pending(demo: tupl
         session.ask(QUESTIONS[0])
         session.ask(QUESTIONS[1])
         counters = session.describe()["checkpoints"]
-        assert counters == {"pending": 2, "commits": 0, "contended": 2, "conflicts": 0}
+        assert str(counters.pop("last_skip")).startswith("another writer held the lock: ")
+        assert counters == {
+            "scope": "this process",
+            "pending": 2,
+            "commits": 0,
+            "skipped": 2,
+            "contended": 2,
+            "conflicts": 0,
+            "failed": 0,
+        }
         assert session.generation == 1
     session.ask(QUESTIONS[2])  # the lock is free again: everything pending lands in one commit
     assert session.generation == 2
-    assert session.describe()["checkpoints"] == {"pending": 0, "commits": 1, "contended": 2, "conflicts": 0}
+    assert session.describe()["checkpoints"] == {
+        "scope": "this process",
+        "pending": 0,
+        "commits": 1,
+        "skipped": 2,
+        "contended": 2,
+        "conflicts": 0,
+        "failed": 0,
+        "last_skip": None,
+    }
     loaded = load_directory(directory, registry=demo_registry(feed))
     asked = {record.mention for record in loaded.resolver.log}
     fresh = {record.mention for record in session.resolver.log}

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from contextmesh.orchestration import server
+from contextmesh.orchestration.deployed import require_api
 from contextmesh.orchestration.settings import prepare_environment
 
 if TYPE_CHECKING:
@@ -49,10 +50,13 @@ def execute_on_prefect(
     command and stopped after its runs are recorded, unless it was already running).
     """
     prepare_environment()
+    configured = server.configured_api_url()
+    if configured:
+        require_api(configured)  # an unreachable API is refused before any flow is built
     from contextmesh.orchestration.walkthrough import run_walkthrough_on_prefect  # noqa: PLC0415 - after the env
 
     with server.ensure_server(home) as handle:
         walk = run_walkthrough_on_prefect(session_dir, feed, max_workers=threads)
         for round_, flow_run_id in walk.flow_runs.items():
-            handle.record(flow_run_id, walk.task_runs[round_])
+            handle.record(flow_run_id, walk.task_runs.get(round_, 0))
     return walk, handle.note

@@ -37,6 +37,7 @@ __all__ = [
     "dispatch_repair",
     "dispatch_resume",
     "pending_work",
+    "require_api",
 ]
 
 TERMINAL = frozenset({"COMPLETED", "FAILED", "CANCELLED", "CRASHED"})
@@ -62,9 +63,40 @@ class Dispatched:
         return asdict(self)
 
 
+def require_api(api_url: str, *, timeout: float = 5.0) -> None:
+    """Refuse, naming it, a Prefect API address that is not http(s) or does not answer at all.
+
+    Checked before anything is dispatched or run, so an unreachable API is one clear refusal
+    instead of a connection traceback from deep in Prefect's client. Any HTTP answer counts as
+    reachable (a server that wants a key still answers); only a transport failure is refused.
+    """
+    import httpx  # noqa: PLC0415 - Prefect's HTTP client, only when a command talks to an API
+
+    if not api_url.startswith(("http://", "https://")):
+        raise ExecutionError(f"the Prefect API address {api_url!r} is not an http(s) URL (PREFECT_API_URL)")
+    try:
+        httpx.get(api_url.rstrip("/") + "/health", timeout=timeout)
+    except (httpx.HTTPError, httpx.InvalidURL) as exc:
+        raise ExecutionError(
+            f"the Prefect API at {api_url} does not answer ({type(exc).__name__}: {exc or 'no detail'}); start one "
+            "with `contextmesh server start` or point PREFECT_API_URL at a running server"
+        ) from None
+
+
+@contextmanager
+def _answering(api_url: str) -> Iterator[None]:
+    """An API that stops answering mid-dispatch is a refusal naming it, like one that never answered."""
+    import httpx  # noqa: PLC0415
+
+    try:
+        yield
+    except httpx.TransportError as exc:
+        raise ExecutionError(f"the Prefect API at {api_url} stopped answering ({type(exc).__name__}: {exc})") from None
+
+
 @contextmanager
 def _on(record: ServedRecord) -> Iterator[None]:
-    with client_settings(record.api_url, heartbeat=False):
+    with _answering(record.api_url), client_settings(record.api_url, heartbeat=False):
         yield
 
 
@@ -158,7 +190,7 @@ def configured_record(session_dir: Path, api_url: str) -> ServedRecord:
 
     session_id, _, _ = peek(str(session_dir))
     names = {"plan": PLAN_DEPLOYMENT, "recheck": RECHECK_DEPLOYMENT, "repair": REPAIR_DEPLOYMENT}
-    with client_settings(api_url, heartbeat=False), get_client(sync_client=True) as client:
+    with _answering(api_url), client_settings(api_url, heartbeat=False), get_client(sync_client=True) as client:
         for role, name in names.items():
             try:
                 deployment = client.read_deployment_by_name(name)

@@ -14,15 +14,17 @@ from __future__ import annotations
 import os
 import re
 import tempfile
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from contextmesh.canonical import file_bytes, loads
-from contextmesh.errors import ContextMeshError, ExecutionError
+from contextmesh.errors import ContextMeshError, ExecutionError, InputError
 from contextmesh.orchestration.server import contextmesh_home, process_alive
 from contextmesh.session.commit import latest_generation
 from contextmesh.session.layout import manifest_name, parse_manifest
+from contextmesh.session.load import SessionFileError
 
 __all__ = ["FORMAT", "ServedError", "ServedRecord", "find", "forget", "path_for", "peek", "remember"]
 
@@ -39,6 +41,7 @@ _FIELDS = {
     "pid": int,
 }
 _TRIGGERS = ("run-deployment", "automation")
+T = TypeVar("T")
 _SESSION_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 
 
@@ -136,6 +139,18 @@ def parse(path: Path) -> ServedRecord:
     return ServedRecord(**data)
 
 
+def _in_file(name: str, read: Callable[[], T]) -> T:
+    """``read()``, with a problem reported in the file it was found in, as the full load reports it."""
+    try:
+        return read()
+    except InputError as exc:
+        raise SessionFileError(f"{name}:{exc.path}", exc.found, exc.rule) from None
+    except OSError as exc:
+        raise SessionFileError(
+            name, exc.strerror or "unreadable", "a session file is a readable regular file"
+        ) from None
+
+
 def peek(session_dir: str) -> tuple[str, str, int]:
     """``(session id, plan, round)`` from a session's newest manifest and its execution file.
 
@@ -146,10 +161,12 @@ def peek(session_dir: str) -> tuple[str, str, int]:
     generation = latest_generation(directory)
     if generation == 0:
         raise ExecutionError(f"{directory} holds no session manifest (session-NNNNNN.json)")
-    manifest = parse_manifest(loads((directory / manifest_name(generation)).read_bytes()), generation)
+    name = manifest_name(generation)
+    manifest = _in_file(name, lambda: parse_manifest(loads((directory / name).read_bytes()), generation))
     if manifest.execution is None:
         raise ExecutionError(f"{directory} holds no execution plan")
-    execution = loads((directory / manifest.execution.name).read_bytes())
+    execution_name = manifest.execution.name
+    execution = _in_file(execution_name, lambda: loads((directory / execution_name).read_bytes()))
     if not isinstance(execution, dict) or not isinstance(execution.get("plan"), str):
         raise ExecutionError(f"{directory / manifest.execution.name}: the execution file names no plan")
     round_ = execution.get("round")

@@ -8,7 +8,13 @@ on a conflict reloads the newer generation and runs it again, a bounded number o
 Checkpoint policies for long-lived servers: ``every-ask`` (commit after each question: nothing a
 client taught the graph is lost), ``on-exit`` (commit once on a clean close), ``never`` (serve a
 directory you do not own). A conflict or lock contention counts as a skipped commit whose work
-stays pending; the counters are visible through :meth:`Session.describe`.
+stays pending (the next commit of this process carries it); a commit that fails outright (a
+``SessionError``: a read-only directory, a full disk, a blocked name) is counted and raised. The
+reason of the last skip or failure is :attr:`Session.last_skip`, so a caller can say why.
+
+The counters are this process's: a skipped commit cannot record itself in the directory (it did
+not get to write), so across processes only what landed is on disk — the generation number.
+:meth:`Session.describe` shows both.
 
 ``refresh`` lets a long-lived reader notice another writer's commit with one ``stat`` and reload.
 """
@@ -80,6 +86,8 @@ class Session:
         self.commits = 0
         self.contended = 0
         self.conflicts = 0
+        self.failed = 0
+        self.last_skip: str | None = None
         self.bytes_written = 0
         self._stamp: tuple[int, int] | None = None
 
@@ -225,17 +233,34 @@ class Session:
         return walk
 
     def checkpoint(self) -> bool:
-        """Commit pending work; a conflict or a held lock is a skipped commit (the work stays pending)."""
+        """Commit pending work; True when it landed.
+
+        A conflict or a held lock is a skipped commit (False; the work stays pending, the reason is
+        :attr:`last_skip`). Any other failure to commit is counted, recorded and raised as a
+        :class:`SessionError` naming the directory.
+        """
         if not self.persistent or not self.pending:
             return False
         try:
             self.commit(lock_wait=0.5)
-        except SessionLockedError:
+        except SessionLockedError as exc:
             self.contended += 1
+            self.last_skip = f"another writer held the lock: {exc}"
             return False
-        except CommitConflictError:
+        except CommitConflictError as exc:
             self.conflicts += 1
+            self.last_skip = str(exc)
             return False
+        except SessionError as exc:
+            self.failed += 1
+            self.last_skip = str(exc)
+            raise
+        except OSError as exc:
+            # The commit layer names the file and cause itself; this keeps an unexpected OS error one too.
+            self.failed += 1
+            self.last_skip = f"committing to {self.directory} failed: {exc.filename or 'a file'}: {exc.strerror or exc}"
+            raise SessionError(self.last_skip) from None
+        self.last_skip = None
         return True
 
     def close(self) -> None:
@@ -273,10 +298,14 @@ class Session:
                 "verified": self.runner.ledger.verify(),
             },
             "checkpoints": {
+                "scope": "this process",
                 "pending": self.pending,
                 "commits": self.commits,
+                "skipped": self.contended + self.conflicts,
                 "contended": self.contended,
                 "conflicts": self.conflicts,
+                "failed": self.failed,
+                "last_skip": self.last_skip,
             },
         }
 

@@ -1,0 +1,230 @@
+"""The ``contextmesh`` argument parser: every command, every option, each with a checked value type.
+
+:class:`CliParser` turns argparse's print-usage-and-exit into a :class:`UsageError` (one line, exit
+status 2, a JSON document under ``--json``). Options are spelled out in full (no abbreviations: an
+abbreviation that works today becomes ambiguous when an option is added). ``--json`` is accepted
+before or after the command.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+from typing import TYPE_CHECKING, Any, NoReturn
+
+from contextmesh.cli import reads, writes
+from contextmesh.cli.failure import UsageError
+from contextmesh.cli.options import (
+    MAX_INTERVAL,
+    MAX_ROUNDS,
+    MAX_THREADS,
+    MAX_WAIT,
+    Count,
+    EdgePolicy,
+    FeedFile,
+    IsoDate,
+    Key,
+    PathOption,
+    Seconds,
+    Text,
+)
+
+__all__ = ["CliParser", "build_parser", "leaf_parsers"]
+
+ROUNDS = Count("walk rounds", 0, MAX_ROUNDS)
+THREADS = Count("threads", 1, MAX_THREADS)
+WAIT = Seconds(MAX_WAIT)
+INTERVAL = Seconds(MAX_INTERVAL)
+SESSION_DIR = PathOption("an existing session directory", "existing-dir")
+NEW_SESSION_DIR = PathOption("a new session directory: absent, or an empty directory", "new-dir")
+OUT_DIR = PathOption("the dashboard directory: absent, or a directory", "out-dir")
+PROJECT_DIR = PathOption("an existing directory holding deployments/serve.py", "existing-dir")
+FEED = FeedFile()
+_ARGUMENT = re.compile(r"argument ([^:]+): ")
+
+
+class CliParser(argparse.ArgumentParser):
+    """An argparse parser whose errors are raised as :class:`UsageError` instead of printed with usage."""
+
+    def error(self, message: str) -> NoReturn:
+        named = _ARGUMENT.match(message)
+        path = named.group(1).split("/")[0] if named else None
+        raise UsageError(f"{message} (see `{self.prog} --help`)", prog=self.prog, path=path)
+
+
+if TYPE_CHECKING:
+    Commands = argparse._SubParsersAction[CliParser]
+
+
+def _subparsers(parser: argparse.ArgumentParser) -> argparse._SubParsersAction[Any] | None:
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            return action
+    return None
+
+
+def leaf_parsers(parser: argparse.ArgumentParser, prefix: tuple[str, ...] = ()) -> dict[tuple[str, ...], CliParser]:
+    """Every command that runs something, by its words (``("session", "save")``), found in the parser itself."""
+    found: dict[tuple[str, ...], CliParser] = {}
+    sub = _subparsers(parser)
+    if prefix and parser.get_default("handler") is not None:
+        assert isinstance(parser, CliParser)
+        found[prefix] = parser
+    if sub is not None:
+        for name, child in sub.choices.items():
+            found.update(leaf_parsers(child, (*prefix, name)))
+    return found
+
+
+def _common(sub: argparse.ArgumentParser, *, rounds: int, with_session: str = "not with --session, its own") -> None:
+    sub.add_argument("--session", type=SESSION_DIR, metavar="DIR", help="work on a saved session and commit through it")
+    sub.add_argument("--feed", type=FEED, help=argparse.SUPPRESS)  # the demo auditor's feed, with --session
+    sub.add_argument(
+        "--rounds",
+        type=ROUNDS,
+        metavar="N",
+        help=f"walk rounds of the fixed question mix first, 0 to {MAX_ROUNDS} (default {rounds}; {with_session})",
+    )
+
+
+def _reading_commands(commands: Commands) -> argparse.ArgumentParser:
+    commands.add_parser("schema", help="print the ontology GRAPH.md defines").set_defaults(handler=reads.schema)
+    demo = commands.add_parser("demo", help="build the demo graph, walk it, break an assumption, report")
+    demo.add_argument("--rounds", type=ROUNDS, metavar="N", help=f"walk rounds first, 0 to {MAX_ROUNDS} (default 8)")
+    demo.set_defaults(handler=reads.demo)
+    ask = commands.add_parser("ask", help="answer a question with the path the walk took, or name the dead end")
+    ask.add_argument("question", type=Text("a question"), help="the question, in quotes")
+    ask.add_argument("--as-of", type=IsoDate(), metavar="DATE", help="answer from the graph as it stood on YYYY-MM-DD")
+    ask.add_argument("--policy", type=EdgePolicy(), metavar="TYPES", help="comma-separated edge types to follow")
+    _common(ask, rounds=0)
+    ask.set_defaults(handler=reads.ask)
+    health = commands.add_parser("health", help="what is quietly wrong with the graph")
+    _common(health, rounds=8)
+    health.set_defaults(handler=reads.health)
+    invalidate = commands.add_parser("invalidate", help="reject the demo's sizing assumption through evidence")
+    invalidate.add_argument("--dry-run", action="store_true", help="report what would fall; change nothing")
+    _common(invalidate, rounds=8)
+    invalidate.set_defaults(handler=reads.invalidate)
+    exp = commands.add_parser("export", help="write the dashboard's payload (and, with --inline, its page)")
+    exp.add_argument("--out", type=OUT_DIR, default="dashboard", metavar="DIR", help="the dashboard directory")
+    exp.add_argument("--inline", action="store_true", help="embed the payload so index.html opens from file://")
+    _common(exp, rounds=8, with_session="with --session, asked in memory only")
+    exp.set_defaults(handler=reads.export)
+    session = commands.add_parser("session", help="save, show or verify a session directory")
+    actions = session.add_subparsers(dest="session_command", required=True, metavar="ACTION", parser_class=CliParser)
+    save = actions.add_parser("save", help="save the demo, with its plan executed, as a new session")
+    save.add_argument("dir", type=NEW_SESSION_DIR, help="the new session directory (absent or empty)")
+    save.add_argument(
+        "--rounds", type=ROUNDS, default=8, metavar="N", help=f"walk rounds before saving, 0 to {MAX_ROUNDS}"
+    )
+    save.set_defaults(handler=reads.session_save)
+    show = actions.add_parser("show", help="describe a session directory")
+    show.set_defaults(handler=reads.session_show)
+    verify = actions.add_parser("verify", help="exit 0 only when the directory loads whole and its ledger verifies")
+    verify.set_defaults(handler=reads.session_verify)
+    for sub in (show, verify):
+        sub.add_argument("dir", type=SESSION_DIR, help="the session directory")
+    for sub in (save, show, verify):
+        sub.add_argument("--feed", type=FEED, help="the demo advisory feed (default under $CONTEXTMESH_HOME)")
+    return demo
+
+
+def _dispatching(commands: Commands) -> None:
+    served_help = "dispatch to the session's served deployment (deployments/serve.py) when one runs, else in-process"
+    rck = commands.add_parser("recheck", help="run every standing auditor once; " + served_help)
+    rck.set_defaults(handler=writes.recheck)
+    res = commands.add_parser("resume", help="run only stale and pending work whose ground stands; " + served_help)
+    res.set_defaults(handler=writes.resume)
+    rep = commands.add_parser("repair", help="ground a stale or failed task on new ground and a registered key")
+    rep.add_argument("task", type=Key("a task name of the plan"), help="the task to repair, e.g. hashing")
+    rep.add_argument(
+        "--worker-key", type=Key("a registered worker key"), help="the key it runs from now on, e.g. auth.bcrypt.v1"
+    )
+    rep.add_argument(
+        "--assumes",
+        type=Text("the statement of its new ground"),
+        required=True,
+        help="the statement of its new ground, in quotes",
+    )
+    rep.set_defaults(handler=writes.repair)
+    for sub in (rck, res, rep):
+        sub.add_argument("--session", type=SESSION_DIR, required=True, metavar="DIR", help="the session directory")
+        sub.add_argument("--feed", type=FEED, help="the demo advisory feed (default: the deployment's)")
+        sub.add_argument(
+            "--wait",
+            type=WAIT,
+            metavar="SECONDS",
+            help=f"how long to wait for a dispatched run (default 120, at most {MAX_WAIT:g})",
+        )
+        where = sub.add_mutually_exclusive_group()
+        where.add_argument("--local", action="store_true", help="run in this process even when a deployment serves")
+        where.add_argument(
+            "--deployment",
+            action="store_true",
+            help="dispatch to the prefect.yaml deployments on PREFECT_API_URL (a work pool; no serve.py)",
+        )
+    srv = commands.add_parser("serve", help="serve a session's plan, recheck and repair deployments (serve.py)")
+    srv.add_argument("--session", type=SESSION_DIR, required=True, metavar="DIR", help="the session directory to serve")
+    srv.add_argument("--feed", type=FEED, help="the advisory feed the demo auditor reads")
+    srv.add_argument(
+        "--interval",
+        type=INTERVAL,
+        default="600",
+        metavar="SECONDS",
+        help=f"recheck every (default 600, at most {MAX_INTERVAL:g})",
+    )
+    srv.add_argument("--trigger", choices=("run-deployment", "automation"), default="run-deployment")
+    srv.add_argument("--project", type=PROJECT_DIR, default=".", metavar="DIR", help="where deployments/serve.py is")
+    srv.set_defaults(handler=writes.serve)
+
+
+def _running_commands(commands: Commands, demo: argparse.ArgumentParser) -> None:
+    execute = commands.add_parser("execute", help="run the demo plan, break its ground, repair, rerun only what fell")
+    execute.add_argument("--feed", type=FEED, help="the advisory feed file (default: a fresh temporary one)")
+    execute.add_argument(
+        "--threads", type=THREADS, default=4, help=f"how many tasks of a layer run at once, 1 to {MAX_THREADS}"
+    )
+    execute.add_argument(
+        "--executor",
+        choices=("prefect", "in-process"),
+        default="prefect",
+        help="run every round as a Prefect flow run (default; starts a local server when none is configured) "
+        "or in this process without Prefect",
+    )
+    execute.add_argument(
+        "--session", type=SESSION_DIR, metavar="DIR", help="work on a saved session and commit through it"
+    )
+    execute.set_defaults(handler=writes.execute)
+    advisory = demo.add_subparsers(dest="demo_command", metavar="SUBCOMMAND", parser_class=CliParser)
+    adv = advisory.add_parser("advisory", help="publish or withdraw an advisory in the demo's feed file")
+    adv.add_argument("action", choices=("publish", "withdraw"))
+    adv.add_argument("package", type=Key("a package name"), help="the package the advisory is about, e.g. argon2-cffi")
+    adv.add_argument(
+        "text", nargs="?", type=Text("the advisory's text", 4000), help="the advisory's text (publish only)"
+    )
+    adv.add_argument("--feed", type=FEED, required=True, help="the feed file the deployment names")
+    adv.set_defaults(handler=writes.advisory)
+    srv = commands.add_parser("server", help="start, check or stop the managed local Prefect server and its UI")
+    srv.add_argument("action", choices=("start", "status", "stop"))
+    srv.set_defaults(handler=writes.server)
+
+
+def build_parser() -> CliParser:
+    """The whole command line."""
+    parser = CliParser(prog="contextmesh", description="The contextmesh command line.", allow_abbrev=False)
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=CliParser)
+    demo = _reading_commands(commands)
+    _running_commands(commands, demo)
+    _dispatching(commands)
+    for each in _every_parser(parser):
+        each.allow_abbrev = False
+        each.add_argument(
+            "--json", action="store_true", help="print one JSON document instead of text (also on failure)"
+        )
+    return parser
+
+
+def _every_parser(parser: argparse.ArgumentParser) -> list[argparse.ArgumentParser]:
+    sub = _subparsers(parser)
+    children = [] if sub is None else list(sub.choices.values())
+    return [parser, *(each for child in children for each in _every_parser(child))]

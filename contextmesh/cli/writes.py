@@ -1,0 +1,261 @@
+"""The commands that run the plan or Prefect: execute, server, recheck, resume, repair, serve, demo advisory.
+
+Writes to a session run on its served deployments when ``deployments/serve.py`` serves it (or, with
+``--deployment``, on the work-pool deployments of ``PREFECT_API_URL``), else in this process. A
+Prefect API is checked to answer before anything is dispatched to it, so an unreachable one is one
+refusal naming the address, not a connection traceback. Prefect is imported only here, lazily.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from contextmesh.cli.failure import UsageError, writing
+from contextmesh.cli.reads import open_session
+from contextmesh.errors import ExecutionError
+
+if TYPE_CHECKING:
+    from contextmesh.execution.plan import Runner
+    from contextmesh.orchestration.deployed import Dispatched
+    from contextmesh.orchestration.served import ServedRecord
+    from contextmesh.session.session import Session
+
+__all__ = ["advisory", "execute", "recheck", "repair", "resume", "serve", "server"]
+
+DEFAULT_WAIT = 120.0
+
+
+def execute(args: argparse.Namespace) -> tuple[Any, str]:
+    """``contextmesh execute``: the demo plan, its ground broken, repaired, rerun — on Prefect or in-process."""
+    from contextmesh.render import render_walkthrough  # noqa: PLC0415
+
+    if args.executor == "prefect":
+        return _execute_on_prefect(args)
+    from contextmesh.demo.execute import run_session_walkthrough, run_walkthrough  # noqa: PLC0415
+    from contextmesh.execution.executor import InProcessExecutor  # noqa: PLC0415
+
+    executor = InProcessExecutor(width=args.threads)
+    if args.session is not None:
+        session = open_session(args)
+        walk = run_session_walkthrough(session, feed=args.feed, executor=executor)
+        return walk.to_dict(), render_walkthrough(walk) + f"\n(session generation {session.generation})"
+    walk = run_walkthrough(feed=args.feed, executor=executor)
+    return walk.to_dict(), render_walkthrough(walk)
+
+
+def _execute_on_prefect(args: argparse.Namespace) -> tuple[Any, str]:
+    from contextmesh.orchestration.commands import execute_on_prefect  # noqa: PLC0415 - Prefect only here
+    from contextmesh.render import render_walkthrough  # noqa: PLC0415
+
+    walk, note = execute_on_prefect(args.session, args.feed, threads=args.threads)
+    text = render_walkthrough(walk, urls=walk.urls)
+    if walk.session_dir is not None:
+        text += f"\n(session {walk.session_dir})"
+    return walk.to_dict(), text + (f"\n{note}" if note else "")
+
+
+def server(args: argparse.Namespace) -> tuple[Any, str]:
+    """``contextmesh server start|status|stop``."""
+    from contextmesh.orchestration import server as managed  # noqa: PLC0415
+
+    if args.action == "start":
+        info = managed.start()
+        return info.to_dict(), f"Prefect server running (pid {info.pid}) · UI {info.ui_url} · API {info.api_url}"
+    if args.action == "stop":
+        stopped = managed.stop()
+        return {
+            "stopped": stopped
+        }, "stopped the managed Prefect server" if stopped else "no managed server was running"
+    state = managed.status()
+    return state.to_dict(), (
+        f"running · UI {state.info.ui_url}"
+        if state.running and state.info is not None
+        else f"not running: {state.reason}"
+    )
+
+
+# -- writes to a session: on its served deployments when serve.py runs for it, else in this process --
+
+
+def _served_record(args: argparse.Namespace) -> ServedRecord | None:
+    if args.local:
+        return None
+    try:
+        from contextmesh.orchestration.deployed import configured_record, require_api  # noqa: PLC0415
+        from contextmesh.orchestration.served import find, peek  # noqa: PLC0415
+        from contextmesh.orchestration.server import configured_api_url  # noqa: PLC0415
+    except ImportError as exc:
+        raise ExecutionError(
+            f"looking for a served deployment needs Prefect's client, which is not installed ({exc}); "
+            "pass --local to run in this process"
+        ) from None
+    if args.deployment:
+        api_url = configured_api_url()
+        if not api_url:
+            raise ExecutionError("--deployment dispatches to PREFECT_API_URL, which is not set")
+        require_api(api_url)
+        return configured_record(args.session, api_url)
+    session_id, _, _ = peek(str(args.session))
+    record = find(session_id, args.session)
+    if record is not None:
+        require_api(record.api_url)
+    return record
+
+
+def _wait(args: argparse.Namespace) -> float:
+    if args.wait is not None and args.local:
+        raise UsageError(
+            f"--wait {args.wait:g} bounds a dispatched run; --local runs in this process",
+            prog=f"contextmesh {args.command}",
+            path="--wait",
+        )
+    return DEFAULT_WAIT if args.wait is None else float(args.wait)
+
+
+def _feed_text(args: argparse.Namespace) -> str | None:
+    return str(args.feed.resolve()) if args.feed is not None else None
+
+
+def _after_dispatch(args: argparse.Namespace, done: Dispatched, what: str) -> tuple[Any, str]:
+    data: dict[str, Any] = {"dispatched": done.to_dict(), "executor": "deployment"}
+    lines = [f"{what} ran as a flow run of {done.deployment}: {done.state_name} · {done.url}"]
+    if not done.finished:
+        lines.append(f"still {done.state_name.lower()} after {_wait(args):g} s; watch it at the address above")
+    elif done.state == "CANCELLED" and what == "recheck":
+        # The recheck deployment runs one at a time and cancels a new run while one is running
+        # (CANCEL_NEW): the running recheck audits the same facts, so this is not a failure.
+        lines.append(f"not run: {done.message or 'another recheck of this session was running'}")
+    elif done.state != "COMPLETED":
+        raise ExecutionError(f"{what} flow run ended {done.state_name}: {done.message or 'no message'} ({done.url})")
+    else:
+        session = open_session(args)
+        runner = _runner_of(session)
+        data["states"] = runner.states()
+        data["blocked"] = runner.blocked()
+        data["generation"] = session.generation
+        lines.append(_states_line(session))
+    return data, "\n".join(lines)
+
+
+def _states_line(session: Session) -> str:
+    runner = _runner_of(session)
+    blocked = runner.blocked()
+    states = ", ".join(f"{name} {'blocked' if name in blocked else state}" for name, state in runner.states().items())
+    return f"session generation {session.generation} · round {runner.round}: {states}"
+
+
+def _runner_of(session: Session) -> Runner:
+    if session.runner is None:
+        raise ExecutionError(f"{session.directory} holds no execution plan")
+    return session.runner
+
+
+def recheck(args: argparse.Namespace) -> tuple[Any, str]:
+    """``contextmesh recheck``: every standing auditor once."""
+    wait = _wait(args)
+    record = _served_record(args)
+    if record is not None:
+        from contextmesh.orchestration.deployed import dispatch_recheck  # noqa: PLC0415
+
+        return _after_dispatch(args, dispatch_recheck(record, feed=_feed_text(args), wait=wait), "recheck")
+    session = open_session(args)
+    report = session.apply(lambda s: _runner_of(s).recheck())
+    text = f"recheck (in-process) round {report.round}: audited {', '.join(report.audited) or 'nothing'}"
+    if report.stale:
+        text += f"; disproved, now stale: {', '.join(report.stale)}"
+    return {"executor": "in-process", "report": report.to_dict(), "generation": session.generation}, (
+        text + "\n" + _states_line(session)
+    )
+
+
+def resume(args: argparse.Namespace) -> tuple[Any, str]:
+    """``contextmesh resume``: only stale and pending work whose ground stands."""
+    wait = _wait(args)
+    record = _served_record(args)
+    if record is not None:
+        from contextmesh.orchestration.deployed import dispatch_resume  # noqa: PLC0415
+
+        done = dispatch_resume(record, open_session(args), feed=_feed_text(args), wait=wait)
+        return _after_dispatch(args, done, "resume")
+    session = open_session(args)
+    report = session.apply(lambda s: _runner_of(s).run(include_failed=False))
+    text = f"resume (in-process) round {report.round}: executed {', '.join(report.executed) or 'nothing'}"
+    if report.blocked:
+        text += f"; waiting for repair: {', '.join(sorted(report.blocked))}"
+    return {"executor": "in-process", "report": report.to_dict(), "generation": session.generation}, (
+        text + "\n" + _states_line(session)
+    )
+
+
+def repair(args: argparse.Namespace) -> tuple[Any, str]:
+    """``contextmesh repair TASK --assumes …``: new ground and, optionally, another registered key."""
+    wait = _wait(args)
+    record = _served_record(args)
+    if record is not None:
+        from contextmesh.orchestration.deployed import dispatch_repair  # noqa: PLC0415
+
+        done = dispatch_repair(
+            record, task=args.task, assumes=args.assumes, worker_key=args.worker_key, feed=_feed_text(args), wait=wait
+        )
+        return _after_dispatch(args, done, f"repair of {args.task}")
+    session = open_session(args)
+    task = session.apply(lambda s: _runner_of(s).repair(args.task, assumes=args.assumes, worker_key=args.worker_key))
+    text = f"repaired {task.name} (in-process): now {task.worker_key or 'its callable'} on '{task.assumes}'"
+    data = {"executor": "in-process", "task": task.name, "worker_key": task.worker_key, "assumes": task.assumes}
+    return {**data, "generation": session.generation}, text + "\n" + _states_line(session)
+
+
+def serve(args: argparse.Namespace) -> tuple[Any, str]:
+    """``contextmesh serve``: check what serve.py needs, then become it (``exec``)."""
+    import os  # noqa: PLC0415
+
+    from contextmesh.orchestration.deployed import require_api  # noqa: PLC0415
+    from contextmesh.orchestration.served import peek  # noqa: PLC0415
+    from contextmesh.orchestration.server import configured_api_url  # noqa: PLC0415
+
+    script = (Path(args.project) / "deployments" / "serve.py").resolve()
+    if not script.is_file():
+        raise ExecutionError(
+            f"{script} does not exist: `contextmesh serve` runs the deployment's deployments/serve.py — run it "
+            "from the project root or name it with --project DIR"
+        )
+    peek(str(args.session))  # a broken session is refused here, naming the file, before serve.py starts a server
+    api_url = configured_api_url()
+    if api_url:
+        require_api(api_url)
+    argv = [sys.executable, str(script), "--session", str(args.session.resolve())]
+    argv += ["--interval", f"{args.interval:g}", "--trigger", args.trigger]
+    if args.feed is not None:
+        argv += ["--feed", str(args.feed.resolve())]
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os.execv(sys.executable, argv)  # noqa: S606 - replaces this process: serve.py is the deployment's code, never imported
+
+
+def advisory(args: argparse.Namespace) -> tuple[Any, str]:
+    """``contextmesh demo advisory publish|withdraw PACKAGE [TEXT] --feed FILE``."""
+    from contextmesh.demo.auth import publish, withdraw  # noqa: PLC0415
+
+    prog = "contextmesh demo advisory"
+    if getattr(args, "rounds", None) is not None:
+        raise UsageError(
+            f"--rounds {args.rounds} is the demo's; an advisory builds no graph", prog=prog, path="--rounds"
+        )
+    if args.action == "publish":
+        if args.text is None:
+            raise UsageError("publish needs the advisory's text after the package", prog=prog, path="text")
+        with writing(f"the advisory feed {args.feed}"):
+            advisories = publish(args.feed, args.package, args.text)
+        text = f"published an advisory for {args.package} to {args.feed}"
+    else:
+        if args.text is not None:
+            raise UsageError(
+                "withdraw takes no text: it removes every advisory for the package", prog=prog, path="text"
+            )
+        with writing(f"the advisory feed {args.feed}"):
+            advisories = withdraw(args.feed, args.package)
+        text = f"withdrew every advisory for {args.package} from {args.feed}"
+    return {"feed": str(args.feed), "advisories": advisories}, text

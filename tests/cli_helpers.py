@@ -1,0 +1,59 @@
+"""Shared pieces of the command-line tests: a subprocess runner, a closed port, failure checks."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+__all__ = ["closed_api_url", "failure_document", "make_fifo", "one_line", "run_cli"]
+
+
+def closed_api_url() -> str:
+    """A Prefect API address on loopback where nothing listens (a port bound, then released)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    return f"http://127.0.0.1:{port}/api"
+
+
+def run_cli(*args: str, env: dict[str, str] | None = None, timeout: float = 120.0) -> subprocess.CompletedProcess[str]:
+    """``python -m contextmesh ARGS`` in a fresh interpreter; never raises on its exit status."""
+    return subprocess.run(
+        [sys.executable, "-m", "contextmesh", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env={**os.environ, **(env or {})},
+        check=False,
+    )
+
+
+def one_line(err: str) -> str:
+    """The single line a failure writes to stderr (asserting there is exactly one, and no traceback)."""
+    assert "Traceback" not in err, err
+    lines = err.splitlines()
+    assert len(lines) == 1, f"a failure is one line on stderr, got {len(lines)}:\n{err}"
+    return lines[0]
+
+
+def failure_document(out: str) -> dict[str, Any]:
+    """The ``{"error": …}`` document a failure under ``--json`` prints, checked to be that and nothing else."""
+    document = json.loads(out)  # one document: trailing text would not parse
+    assert set(document) == {"error"}, document
+    error = document["error"]
+    assert set(error) == {"type", "message", "path"}, error
+    assert isinstance(error["type"], str) and error["type"]
+    assert isinstance(error["message"], str) and error["message"]
+    assert error["path"] is None or isinstance(error["path"], str)
+    return dict(error)
+
+
+def make_fifo(path: Path) -> Path:
+    """A fifo at ``path`` (a file that would block a reader)."""
+    os.mkfifo(path)
+    return path

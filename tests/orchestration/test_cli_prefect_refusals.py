@@ -1,0 +1,132 @@
+"""The CLI's refusals that go through Prefect's client: an API that does not answer, a broken manifest.
+
+Issue 15 item 6 (``execute`` and ``recheck --deployment`` with an unreachable Prefect API ended in a
+connection traceback) and the CLI half of item 9 (a broken manifest met by ``recheck``, ``resume``,
+``repair`` or ``serve`` was reported at ``$`` without naming the file). Each is one line on stderr,
+exit 1, and under ``--json`` one error document; nothing is started and nothing is changed. These
+run as real processes (``python -m contextmesh``) against a closed loopback port; they need Prefect
+installed but no server.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from contextmesh.demo.session import save_demo_session
+from contextmesh.session.commit import latest_generation
+from contextmesh.session.layout import manifest_name
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("cli-prefect")
+    save_demo_session(root / "session", rounds=0, feed=root / "feed.json")
+    return root / "session"
+
+
+def clone(template: Path, dest: Path) -> Path:
+    shutil.copytree(template, dest, symlinks=True)
+    return dest
+
+
+def closed_api_url() -> str:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    return f"http://127.0.0.1:{port}/api"
+
+
+def run_cli(*args: str, env: dict[str, str], timeout: float = 90) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "contextmesh", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env={**os.environ, **env},
+        check=False,
+    )
+
+
+def one_line(err: str) -> str:
+    assert "Traceback" not in err, err
+    lines = err.splitlines()
+    assert len(lines) == 1, err
+    return lines[0]
+
+
+def error_document(out: str) -> dict[str, Any]:
+    document = json.loads(out)
+    assert set(document) == {"error"} and set(document["error"]) == {"type", "message", "path"}, document
+    return dict(document["error"])
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["execute", "--executor", "prefect"],
+        ["execute", "--executor", "prefect", "--json"],
+        ["recheck", "--session", "{session}", "--deployment"],
+        ["resume", "--session", "{session}", "--deployment", "--json"],
+        ["repair", "hashing", "--assumes", "new ground", "--session", "{session}", "--deployment"],
+    ],
+)
+def test_an_unreachable_prefect_api_is_one_refusal_naming_it(template: Path, tmp_path: Path, argv: list[str]) -> None:
+    session = clone(template, tmp_path / "session")
+    api = closed_api_url()
+    done = run_cli(
+        *[a.format(session=session) for a in argv],
+        env={"PREFECT_API_URL": api, "CONTEXTMESH_HOME": str(tmp_path / "home")},
+        timeout=90,
+    )
+    assert done.returncode == 1, done.stderr
+    line = one_line(done.stderr)
+    assert api in line and "does not answer" in line and "contextmesh server start" in line
+    if "--json" in argv:
+        assert api in error_document(done.stdout)["message"]
+    else:
+        assert done.stdout == ""
+    assert latest_generation(session) == 1
+    assert not (tmp_path / "home" / "prefect-server.json").exists()  # no server was started for it
+
+
+def _break_manifest(directory: Path) -> Path:
+    path = directory / manifest_name(latest_generation(directory))
+    path.write_bytes(b'["not a manifest"]\n')
+    return path
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["recheck", "--session", "{session}"],
+        ["resume", "--session", "{session}", "--json"],
+        ["repair", "hashing", "--assumes", "new ground", "--session", "{session}"],
+        ["serve", "--session", "{session}", "--project", str(ROOT)],
+    ],
+)
+def test_a_broken_manifest_is_reported_naming_the_file(template: Path, tmp_path: Path, argv: list[str]) -> None:
+    session = clone(template, tmp_path / "session")
+    broken = _break_manifest(session)
+    done = run_cli(
+        *[a.format(session=session) for a in argv],
+        env={"PREFECT_API_URL": closed_api_url(), "CONTEXTMESH_HOME": str(tmp_path / "home")},
+        timeout=90,
+    )
+    assert done.returncode == 1, done.stderr
+    line = one_line(done.stderr)
+    assert f"{broken.name}:$" in line, line
+    if "--json" in argv:
+        error = error_document(done.stdout)
+        assert error["path"] == f"{broken.name}:$"
+    assert broken.read_bytes() == b'["not a manifest"]\n'
