@@ -14,16 +14,21 @@ fixed order, cheapest and most telling first:
 5. no line longer than :data:`MAX_LINE_CHARS` characters, so no later stage ever works on a
    line longer than that.
 
-``\\r\\n`` and lone ``\\r`` become ``\\n``.
+``\\r\\n`` and lone ``\\r`` become ``\\n``. :func:`read_bounded` reads a file from disk under the
+same kind of bound, and refuses anything that is not a regular file without blocking on it (a
+named pipe given as a document would otherwise wait forever for a writer).
 """
 
 from __future__ import annotations
 
+import os
 import re
+import stat
+from pathlib import Path
 
 from contextmesh.corpus import CorpusError
 
-__all__ = ["MAX_DOCUMENT_BYTES", "MAX_LINE_CHARS", "DocumentError", "decode_document"]
+__all__ = ["MAX_DOCUMENT_BYTES", "MAX_LINE_CHARS", "DocumentError", "decode_document", "read_bounded"]
 
 MAX_DOCUMENT_BYTES = 4 * 1024 * 1024
 MAX_LINE_CHARS = 100_000
@@ -92,3 +97,34 @@ def decode_document(name: str, data: bytes) -> str:
             f"a line of a document is at most {MAX_LINE_CHARS} characters",
         )
     return text
+
+
+def read_bounded(path: Path, name: str, limit: int) -> bytes:
+    """At most ``limit + 1`` bytes of the regular file ``path`` (named ``name`` in errors).
+
+    Opened non-blocking and checked with ``fstat`` on the open descriptor, so a pipe or device is
+    refused rather than waited on, and a file swapped after a check is still the file checked.
+    """
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    except FileNotFoundError:
+        raise DocumentError(name, "no such file", "the file must exist") from None
+    except OSError as exc:
+        raise DocumentError(name, exc.strerror or "an unreadable file", "the file must be readable") from None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise DocumentError(name, "not a regular file", "only regular files are read")
+        chunks: list[bytes] = []
+        remaining = limit + 1
+        while remaining > 0:
+            try:
+                chunk = os.read(fd, min(remaining, 1 << 20))
+            except OSError as exc:
+                raise DocumentError(name, exc.strerror or "a read error", "the file must be readable") from None
+            if not chunk:
+                break
+            chunks.append(chunk)
+            remaining -= len(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)

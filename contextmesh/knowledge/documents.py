@@ -65,14 +65,15 @@ _ENDS_SENTENCE = tuple(".!?…:;")
 
 @dataclass(frozen=True, order=True)
 class ReadWarning:
-    """Something a reader should know that did not stop the read, at ``file:line``."""
+    """Something a reader should know that did not stop the read, at ``file:line`` (line 0: the whole file)."""
 
     file: str
     line: int
     message: str
 
     def __str__(self) -> str:
-        return f"{self.file}:{self.line}: {self.message}"
+        place = f"{self.file}:{self.line}" if self.line else self.file
+        return f"{place}: {self.message}"
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,501 @@
+"""Entity candidates found in the documents, folded with the entities file into the corpus's entities.
+
+Discovery (:func:`discover`) looks at prose only — sentences and table cells, never headings,
+titles or table headers, whose Title Case would make every word a name — and finds:
+
+* **phrases**: runs of two to six capitalised words (``Kiruna Ground Station``), which may take
+  a number or single capital after a word (``Pump 3``, ``Reservoir B``) and the connectors ``of``,
+  ``the``, ``for`` … between words (``Bank of England``). A run at the start of a sentence loses
+  its first word when that word is a function word or sentence adverb (``However``, ``The``), or
+  when it is capitalised nowhere but at a sentence's start while the rest of the run is a phrase
+  seen elsewhere; month and day names are never part of a phrase;
+* **acronyms** (:mod:`~contextmesh.knowledge.acronyms`), with the expansion the text defines for
+  them; a defined expansion is then recognised wherever it is written, whole;
+* **identifiers**: the content of a code span that is one identifier (``pass_scheduler``,
+  ``config/antennas.yaml``), and words of ``snake_case`` or ``CamelCase`` shape in prose or in code
+  blocks;
+* **names**: single capitalised words inside a sentence, reported but never admitted on their own.
+
+Candidates that fold into one are those the resolver could not tell apart anyway: the same
+:func:`contextmesh.text.normalize` form. Nothing else is merged.
+
+Folding (:func:`fold_entities`) decides, precision before recall — a wrong entity costs more than
+a missing one, because a wrong merge corrupts every walk:
+
+1. every entity of the entities file, in file order, with its aliases;
+2. a candidate the file names, or ignores, is left to the file;
+3. an acronym with one expansion becomes the expansion's entity with the acronym as its alias; an
+   acronym defined two ways is held back;
+4. a phrase seen at least twice, at least once inside a sentence, is admitted;
+5. an undefined acronym seen at least twice is admitted, unless its letters are the initials of
+   exactly one entity already admitted (the resolver's acronym rule reads it as that entity);
+6. an identifier seen twice in prose, or once in prose with a compound shape (``_``, ``-``, ``.``,
+   ``/``, an inner capital, letters and digits), is admitted; one seen only in code blocks is not;
+7. anything else is held back with its reason; last, the admitted entities are registered in a
+   scratch :class:`~contextmesh.resolve.Resolver`, and one it refuses is held back too, so the
+   pipeline's RESOLVE stage never meets a surface that means two entities.
+
+Discovered entities follow the file's, sorted by name, so a new document never reorders them.
+:func:`suggest_entities` writes what folding decided as an entities file a person can edit, and
+every candidate with its counts, first sighting and verdict as a second JSON file beside it.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from contextmesh.canonical import file_bytes
+from contextmesh.corpus import EntitySpec
+from contextmesh.errors import IdentityError
+from contextmesh.ids import slug
+from contextmesh.knowledge.acronyms import acronym_of, find_definitions
+from contextmesh.knowledge.decoding import DocumentError
+from contextmesh.knowledge.documents import Document
+from contextmesh.knowledge.entities_file import EntitiesFile, entities_file_bytes
+from contextmesh.knowledge.sentences import SENTENCE_OPENERS
+from contextmesh.resolve import Resolver
+from contextmesh.text import normalize
+
+__all__ = [
+    "Candidate",
+    "Discovery",
+    "Folded",
+    "Verdict",
+    "candidates_file_bytes",
+    "discover",
+    "fold_entities",
+    "suggest_entities",
+]
+
+_TOKEN = re.compile(r"[^\W_][\w'’]*(?:[-.][^\W_][\w'’]*)*")
+_CODE_TOKEN = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_MASK = "\u00a6"  # stands in for code and recognised expansions, so no phrase runs across them
+_CONNECTORS = frozenset(["of", "the", "for", "de", "la", "du", "der", "van", "von", "da", "y"])
+_CALENDAR = frozenset(
+    str.split(
+        """january february march april may june july august september october november december
+    jan feb mar apr jun jul aug sep sept oct nov dec monday tuesday wednesday thursday friday saturday
+    sunday"""
+    )
+)
+_TAGGED = re.compile(r"[A-Z][A-Z0-9]*-[A-Z0-9]+(?:-[A-Z0-9]+)*")
+_SNAKE = re.compile(r"[A-Za-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)+")
+_CAMEL = re.compile(r"(?:[A-Z][a-z0-9]+(?:[A-Z][A-Za-z0-9]*)+|[a-z]+(?:[A-Z][a-z0-9]*)+)")
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:[.\-/][A-Za-z0-9_]+)*")
+_VERSION = re.compile(r"[vV]?[0-9]+(?:\.[0-9]+)*")
+_LITERALS = frozenset(["true", "false", "null", "none", "nil", "yes", "no", "on", "off", "nan"])
+_SUFFIX_OF_TOKEN = re.compile(r"['’]s$")
+_MAX_PHRASE = 6
+_KINDS = ("acronym", "identifier", "phrase", "name")
+
+
+@dataclass
+class _Group:
+    key: str
+    forms: dict[str, int] = field(default_factory=dict)
+    kinds: set[str] = field(default_factory=set)
+    count: int = 0
+    inside: int = 0  # occurrences not at a sentence's start
+    prose: int = 0  # identifier occurrences outside code blocks
+    documents: dict[str, None] = field(default_factory=dict)
+    first: tuple[int, int] = (1 << 30, 0)
+    first_seen: str = ""
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A surface form found in the documents, with how often, where first and what kind."""
+
+    name: str
+    key: str
+    kind: str
+    count: int
+    inside: int
+    prose: int
+    documents: int
+    first_seen: str
+    forms: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Discovery:
+    """Every candidate (most frequent first), and each acronym's distinct expansions."""
+
+    candidates: tuple[Candidate, ...]
+    expansions: dict[str, tuple[str, ...]]
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """What folding decided for one candidate: ``status`` (registered, admitted, held, ignored) and why."""
+
+    candidate: Candidate
+    status: str
+    entity: str | None
+    reason: str
+
+
+@dataclass(frozen=True)
+class Folded:
+    """The corpus's entities and a verdict for every candidate."""
+
+    entities: tuple[EntitySpec, ...]
+    verdicts: tuple[Verdict, ...]
+
+
+def _is_word_name(token: str) -> bool:
+    return token[:1].isupper() and not token.isupper() and token.lower() not in _CALENDAR
+
+
+def _is_name_token(token: str) -> bool:
+    return _is_word_name(token) or acronym_of(token) is not None or _TAGGED.fullmatch(token) is not None
+
+
+def _is_tail_token(token: str) -> bool:
+    """A number or single capital that may follow a name word: ``Pump 3``, ``Reservoir B``."""
+    return token.isdigit() or (len(token) == 1 and token.isupper())
+
+
+def _code_identifier(text: str) -> str | None:
+    text = text.strip()
+    text = text.removesuffix("()")
+    if not 2 <= len(text) <= 64 or _IDENTIFIER.fullmatch(text) is None or _VERSION.fullmatch(text):
+        return None
+    if text.lower() in _LITERALS or not any(char.isalpha() for char in text):
+        return None
+    return text
+
+
+def _compound(identifier: str) -> bool:
+    if any(char in identifier for char in "_-./"):
+        return True
+    inner_capital = any(a.islower() and b.isupper() for a, b in itertools.pairwise(identifier))
+    return inner_capital or (any(c.isdigit() for c in identifier) and any(c.isalpha() for c in identifier))
+
+
+class _Collector:
+    def __init__(self, documents: Sequence[Document]) -> None:
+        self.documents = documents
+        self.groups: dict[str, _Group] = {}
+        self.expansions: dict[str, dict[str, str]] = {}  # acronym → normalised expansion → surface
+        self.named_inside: set[str] = set()  # words capitalised somewhere other than a sentence's start
+        self.pending: list[tuple[list[str], int, str, int]] = []  # initial runs: tokens, doc index, name, line
+
+    def add(self, surface: str, kind: str, where: tuple[int, str, int], *, inside: bool, prose: bool = True) -> None:
+        key = normalize(surface)
+        if not key:
+            return
+        index, name, line = where
+        group = self.groups.setdefault(key, _Group(key))
+        group.forms[surface] = group.forms.get(surface, 0) + 1
+        group.kinds.add(kind)
+        group.count += 1
+        group.inside += inside
+        group.prose += prose
+        group.documents.setdefault(name)
+        if (index, line) < group.first:
+            group.first, group.first_seen = (index, line), f"{name}:{line}"
+
+    def first_pass(self) -> None:
+        for document in self.documents:
+            for unit in document.units:
+                for definition in find_definitions(unit.text):
+                    table = self.expansions.setdefault(definition.acronym, {})
+                    table.setdefault(normalize(definition.expansion), definition.expansion)
+                tokens = _TOKEN.findall(unit.text)
+                self.named_inside.update(t for t in tokens[1:] if _is_word_name(t))
+
+    def expansion_pattern(self) -> re.Pattern[str] | None:
+        surfaces = sorted({s for table in self.expansions.values() for s in table.values()}, key=lambda s: (-len(s), s))
+        if not surfaces:
+            return None
+        words = (r"\s+".join(re.escape(w) for w in s.split()) for s in surfaces)
+        return re.compile(r"(?<!\w)(?:" + "|".join(words) + r")(?!\w)", re.IGNORECASE)
+
+    def second_pass(self) -> None:
+        expansions = self.expansion_pattern()
+        for index, document in enumerate(self.documents):
+            for unit in document.units:
+                where = (index, document.name, unit.line)
+                chars = list(unit.text)
+                for start, end in unit.code:
+                    identifier = _code_identifier(unit.text[start:end])
+                    if identifier is not None:
+                        self.add(identifier, "identifier", where, inside=True)
+                    chars[start:end] = _MASK * (end - start)
+                masked = "".join(chars)
+                if expansions is not None:
+                    for match in expansions.finditer(masked):
+                        self.add(" ".join(match.group().split()), "phrase", where, inside=True)
+                        chars[match.start() : match.end()] = _MASK * (match.end() - match.start())
+                    masked = "".join(chars)
+                self.tokens(masked, where)
+            for line, code in document.code:
+                for token in _CODE_TOKEN.findall(code):
+                    if _SNAKE.fullmatch(token) or _CAMEL.fullmatch(token):
+                        self.add(token, "identifier", (index, document.name, line), inside=True, prose=False)
+
+    def tokens(self, text: str, where: tuple[int, str, int]) -> None:
+        matches = list(_TOKEN.finditer(text))
+        run: list[tuple[int, str]] = []  # (token index, token)
+        for position, match in enumerate(matches):
+            token = _SUFFIX_OF_TOKEN.sub("", match.group())
+            acronym = acronym_of(token)
+            if acronym is not None:
+                self.add(acronym, "acronym", where, inside=position > 0)
+            elif _SNAKE.fullmatch(token) or _CAMEL.fullmatch(token) or _TAGGED.fullmatch(token):
+                self.add(token, "identifier", where, inside=True)
+            adjacent = bool(run) and text[matches[position - 1].end() : match.start()].isspace()
+            adjacent = adjacent and not matches[position - 1].group().endswith(("'s", "’s"))
+            if run and not adjacent:
+                self.phrase(run, where)
+                run = []
+            if _is_name_token(token) or (run and (_is_tail_token(token) or token in _CONNECTORS)):
+                run.append((position, token))
+            elif run:
+                self.phrase(run, where)
+                run = []
+        if run:
+            self.phrase(run, where)
+
+    def phrase(self, run: list[tuple[int, str]], where: tuple[int, str, int]) -> None:
+        while run and run[-1][1] in _CONNECTORS:
+            run = run[:-1]
+        initial = bool(run) and run[0][0] == 0
+        tokens = [token for _, token in run]
+        if initial:
+            while tokens and tokens[0].lower() in SENTENCE_OPENERS:
+                tokens, initial = tokens[1:], False
+        names = [t for t in tokens if t not in _CONNECTORS and not _is_tail_token(t)]
+        if len(tokens) == 1 and names and not initial and _is_word_name(tokens[0]):
+            if not (_SNAKE.fullmatch(tokens[0]) or _CAMEL.fullmatch(tokens[0])) and len(tokens[0]) >= 3:
+                self.add(tokens[0], "name", where, inside=True)
+            return
+        if len(tokens) < 2 or len(tokens) > _MAX_PHRASE or not any(_is_word_name(t) for t in names):
+            return
+        if initial:
+            self.pending.append((tokens, where[0], where[1], where[2]))
+        else:
+            self.add(" ".join(tokens), "phrase", where, inside=True)
+
+    def settle_initial_runs(self) -> None:
+        """A run at a sentence's start keeps its first word only when that word is evidently a name."""
+        inside = {key for key, group in self.groups.items() if group.inside and "phrase" in group.kinds}
+        for tokens, index, name, line in self.pending:
+            where = (index, name, line)
+            full, tail = " ".join(tokens), " ".join(tokens[1:])
+            if normalize(full) in inside or tokens[0] in self.named_inside:
+                self.add(full, "phrase", where, inside=False)
+            elif len(tokens) >= 3:
+                self.add(tail, "phrase", where, inside=True)
+            else:
+                self.add(full, "phrase", where, inside=False)
+
+    def discovery(self) -> Discovery:
+        candidates = []
+        for group in self.groups.values():
+            forms = sorted(group.forms, key=lambda form: -group.forms[form])  # stable: first seen wins ties
+            kind = next(k for k in _KINDS if k in group.kinds)
+            candidates.append(
+                Candidate(
+                    forms[0],
+                    group.key,
+                    kind,
+                    group.count,
+                    group.inside,
+                    group.prose,
+                    len(group.documents),
+                    group.first_seen,
+                    tuple(forms),
+                )
+            )
+        candidates.sort(key=lambda c: (-c.count, c.name.casefold(), c.name))
+        expansions = {a: tuple(table.values()) for a, table in sorted(self.expansions.items())}
+        return Discovery(tuple(candidates), expansions)
+
+
+def discover(documents: Sequence[Document]) -> Discovery:
+    """Entity candidates in ``documents`` (read in the order given: first sightings follow it)."""
+    collector = _Collector(documents)
+    collector.first_pass()
+    collector.second_pass()
+    collector.settle_initial_runs()
+    return collector.discovery()
+
+
+def _initials(name: str) -> str:
+    """Initials as the resolver's acronym rule takes them: of the normalised words."""
+    return "".join(word[0] for word in normalize(name).split())
+
+
+class _Folder:
+    def __init__(self, discovery: Discovery, registered: EntitiesFile | None) -> None:
+        self.discovery = discovery
+        self.registered = registered or EntitiesFile((), ())
+        self.owners = self.registered.surfaces()
+        self.ignored = {normalize(surface) for surface in self.registered.ignore}
+        self.by_key = {c.key: c for c in discovery.candidates}
+        self.verdicts: dict[str, Verdict] = {}
+        self.admitted: dict[str, EntitySpec] = {}  # candidate key → entity
+
+    def decide(self, candidate: Candidate, status: str, reason: str, entity: str | None = None) -> None:
+        self.verdicts.setdefault(candidate.key, Verdict(candidate, status, entity, reason))
+
+    def admit(self, candidate: Candidate, name: str, aliases: tuple[str, ...], reason: str) -> None:
+        self.admitted[candidate.key] = EntitySpec(name, aliases)
+        self.decide(candidate, "admitted", reason, name)
+
+    def left_to_the_file(self, candidate: Candidate) -> bool:
+        if candidate.key in self.owners:
+            self.decide(candidate, "registered", "the entities file names it", self.owners[candidate.key])
+            return True
+        if candidate.key in self.ignored:
+            self.decide(candidate, "ignored", "the entities file ignores it")
+            return True
+        return False
+
+    def acronyms(self) -> None:
+        for candidate in self.discovery.candidates:
+            if candidate.kind != "acronym" or self.left_to_the_file(candidate):
+                continue
+            expansions = self.discovery.expansions.get(candidate.name, ())
+            if len(expansions) > 1:
+                self.decide(candidate, "held", "defined two ways: " + "; ".join(expansions))
+                continue
+            if not expansions:
+                continue
+            expansion = self.by_key.get(normalize(expansions[0]))
+            if expansion is None or self.left_to_the_file(expansion):
+                reason = "its expansion belongs to the entities file" if expansion is not None else "no expansion"
+                self.decide(candidate, "held", reason)
+                continue
+            self.admit(expansion, expansion.name, (candidate.name,), f"the text defines it as {candidate.name}")
+            self.decide(candidate, "admitted", f"the acronym of {expansion.name}", expansion.name)
+
+    def others(self) -> None:
+        for candidate in self.discovery.candidates:
+            if candidate.key in self.verdicts or self.left_to_the_file(candidate):
+                continue
+            if candidate.kind == "phrase":
+                if candidate.count >= 2 and candidate.inside >= 1:
+                    self.admit(candidate, candidate.name, (), f"seen {candidate.count} times")
+                else:
+                    self.decide(
+                        candidate, "held", "seen once" if candidate.count < 2 else "seen only opening a sentence"
+                    )
+            elif candidate.kind == "identifier":
+                if candidate.prose >= 2 or (candidate.prose == 1 and _compound(candidate.name)):
+                    self.admit(candidate, candidate.name, (), "an identifier written in prose")
+                else:
+                    self.decide(candidate, "held", "seen only in code blocks" if not candidate.prose else "seen once")
+            elif candidate.kind == "name":
+                self.decide(candidate, "held", "a single word: add it to the entities file if it names a thing")
+
+    def bare_acronyms(self) -> None:
+        """Undefined acronyms go last: whether the resolver already reads one depends on the rest."""
+        initials: dict[str, list[str]] = {}
+        for entity in (*self.registered.entities, *self.admitted.values()):
+            if len(normalize(entity.name).split()) >= 2:
+                initials.setdefault(_initials(entity.name), []).append(entity.name)
+        for candidate in self.discovery.candidates:
+            if candidate.kind != "acronym" or candidate.key in self.verdicts:
+                continue
+            owners = initials.get(candidate.name.lower(), [])
+            if len(owners) == 1:
+                self.decide(candidate, "held", f"the resolver reads it as the initials of {owners[0]}")
+            elif candidate.count >= 2:
+                self.admit(candidate, candidate.name, (), f"an acronym seen {candidate.count} times")
+            else:
+                self.decide(candidate, "held", "seen once")
+
+    def entities(self) -> tuple[EntitySpec, ...]:
+        """The file's entities, then the admitted ones by name, minus any the resolver would refuse."""
+        scratch = Resolver()
+        out = []
+        for entity in self.registered.entities:
+            scratch.register(slug(entity.name, "entity"), entity.name, entity.aliases)
+            out.append(entity)
+        admitted = sorted(self.admitted.items(), key=lambda item: (item[1].name.casefold(), item[1].name))
+        for key, entity in admitted:
+            try:
+                scratch.register(slug(entity.name, "entity"), entity.name, entity.aliases)
+            except IdentityError as exc:
+                verdict = self.verdicts[key]
+                self.verdicts[key] = Verdict(verdict.candidate, "held", None, f"the resolver refuses it: {exc}")
+                continue
+            out.append(entity)
+        return tuple(out)
+
+
+def fold_entities(discovery: Discovery, registered: EntitiesFile | None = None) -> Folded:
+    """The corpus's entities from the entities file and the admitted candidates (see the module docstring)."""
+    folder = _Folder(discovery, registered)
+    folder.acronyms()
+    folder.others()
+    folder.bare_acronyms()
+    entities = folder.entities()
+    verdicts = tuple(folder.verdicts[c.key] for c in discovery.candidates if c.key in folder.verdicts)
+    return Folded(entities, verdicts)
+
+
+def _verdict_line(verdict: Verdict) -> bytes:
+    c = verdict.candidate
+    record = {
+        "name": c.name,
+        "kind": c.kind,
+        "count": c.count,
+        "documents": c.documents,
+        "first_seen": c.first_seen,
+        "forms": list(c.forms),
+        "status": verdict.status,
+        "entity": verdict.entity,
+        "reason": verdict.reason,
+    }
+    return file_bytes(record).rstrip(b"\n")
+
+
+def candidates_file_bytes(verdicts: Iterable[Verdict]) -> bytes:
+    """Every candidate and its verdict, one to a line, most frequent first."""
+    lines = [_verdict_line(v) for v in verdicts]
+    listed = b"[\n  " + b",\n  ".join(lines) + b"\n]" if lines else b"[]"
+    return b'{"candidates": ' + listed + b"}\n"
+
+
+def _write(path: Path, data: bytes) -> None:
+    temporary = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    try:
+        temporary.write_bytes(data)
+        temporary.replace(path)
+    except OSError as exc:
+        temporary.unlink(missing_ok=True)
+        raise DocumentError(str(path), exc.strerror or "an unwritable place", "the file must be writable") from None
+
+
+def suggest_entities(
+    documents: Sequence[Document],
+    out: Path,
+    *,
+    registered: EntitiesFile | None = None,
+    overwrite: bool = False,
+) -> tuple[Path, Path]:
+    """Write an editable entities file at ``out`` and the candidate list beside it; return both paths.
+
+    The entities file holds the registered entities, then what folding admitted, and the file's
+    ``ignore`` list; ``<stem>.candidates.json`` holds every candidate with its count, documents,
+    first sighting, surface forms and verdict. An existing ``out`` is refused unless ``overwrite``
+    (a person's edits are not thrown away by accident).
+    """
+    sidecar = out.with_name(f"{out.stem}.candidates.json")
+    for path in (out, sidecar):
+        if path.exists() and not overwrite:
+            raise DocumentError(str(path), "a file that exists", "suggestions never overwrite a file unless told to")
+    folded = fold_entities(discover(documents), registered)
+    ignore = registered.ignore if registered is not None else ()
+    _write(out, entities_file_bytes(folded.entities, ignore))
+    _write(sidecar, candidates_file_bytes(folded.verdicts))
+    return out, sidecar
