@@ -7,8 +7,8 @@ titles or table headers, whose Title Case would make every word a name — and f
   a number or single capital after a word (``Pump 3``, ``Reservoir B``) and the connectors ``of``,
   ``the``, ``for`` … between words (``Bank of England``). A run at the start of a sentence loses
   its first word when that word is a function word or sentence adverb (``However``, ``The``), or
-  when it is capitalised nowhere but at a sentence's start while the rest of the run is a phrase
-  seen elsewhere; month and day names are never part of a phrase;
+  when it is capitalised nowhere but at a sentence's start (a word after a colon counts as one)
+  and the rest of the run is two words or more; month and day names are never part of a phrase;
 * **acronyms** (:mod:`~contextmesh.knowledge.acronyms`), with the expansion the text defines for
   them; a defined expansion is then recognised wherever it is written, whole;
 * **identifiers**: the content of a code span that is one identifier (``pass_scheduler``,
@@ -26,7 +26,9 @@ a missing one, because a wrong merge corrupts every walk:
 2. a candidate the file names, or ignores, is left to the file;
 3. an acronym with one expansion becomes the expansion's entity with the acronym as its alias; an
    acronym defined two ways is held back;
-4. a phrase seen at least twice, at least once inside a sentence, is admitted;
+4. a phrase seen at least twice is admitted if it was seen once inside a sentence, or if its first
+   word is never written in lower case in the documents (a table cell and the text after a colon
+   open with a capital, and ``Tomas Berg`` in a cell is still a name; ``Rerun the LNA`` is not);
 5. an undefined acronym seen at least twice is admitted, unless its letters are the initials of
    exactly one entity already admitted (the resolver's acronym rule reads it as that entity);
 6. an identifier seen twice in prose, or once in prose with a compound shape (``_``, ``-``, ``.``,
@@ -102,6 +104,7 @@ class _Group:
     count: int = 0
     inside: int = 0  # occurrences not at a sentence's start
     prose: int = 0  # identifier occurrences outside code blocks
+    in_phrase: int = 0  # occurrences as a word of a longer capitalised phrase
     documents: dict[str, None] = field(default_factory=dict)
     first: tuple[int, int] = (1 << 30, 0)
     first_seen: str = ""
@@ -117,6 +120,8 @@ class Candidate:
     count: int
     inside: int
     prose: int
+    in_phrase: int
+    proper_start: bool  # its first word is never written in lower case in the documents
     documents: int
     first_seen: str
     forms: tuple[str, ...]
@@ -161,6 +166,23 @@ def _is_tail_token(token: str) -> bool:
     return token.isdigit() or (len(token) == 1 and token.isupper())
 
 
+def _trim(run: list[tuple[int, str]]) -> list[tuple[int, str]]:
+    """A run without connectors at either end: "the Svalbard Ground Station" → "Svalbard Ground Station"."""
+    start, end = 0, len(run)
+    while start < end and run[start][1] in _CONNECTORS:
+        start += 1
+    while end > start and run[end - 1][1] in _CONNECTORS:
+        end -= 1
+    return run[start:end]
+
+
+def _identifier_shaped(token: str) -> bool:
+    """``snake_case``, ``CamelCase`` (four characters or more: ``dB`` and ``kWh`` are units) or ``GS-2``."""
+    if _SNAKE.fullmatch(token) or _TAGGED.fullmatch(token):
+        return True
+    return len(token) >= 4 and _CAMEL.fullmatch(token) is not None
+
+
 def _code_identifier(text: str) -> str | None:
     text = text.strip()
     text = text.removesuffix("()")
@@ -184,9 +206,20 @@ class _Collector:
         self.groups: dict[str, _Group] = {}
         self.expansions: dict[str, dict[str, str]] = {}  # acronym → normalised expansion → surface
         self.named_inside: set[str] = set()  # words capitalised somewhere other than a sentence's start
+        self.lower_words: set[str] = set()  # words written in lower case somewhere
         self.pending: list[tuple[list[str], int, str, int]] = []  # initial runs: tokens, doc index, name, line
+        self.openers: set[int] = set()  # token indices of the unit being read that open a sentence
 
-    def add(self, surface: str, kind: str, where: tuple[int, str, int], *, inside: bool, prose: bool = True) -> None:
+    def add(
+        self,
+        surface: str,
+        kind: str,
+        where: tuple[int, str, int],
+        *,
+        inside: bool,
+        prose: bool = True,
+        in_phrase: bool = False,
+    ) -> None:
         key = normalize(surface)
         if not key:
             return
@@ -197,6 +230,7 @@ class _Collector:
         group.count += 1
         group.inside += inside
         group.prose += prose
+        group.in_phrase += in_phrase
         group.documents.setdefault(name)
         if (index, line) < group.first:
             group.first, group.first_seen = (index, line), f"{name}:{line}"
@@ -209,6 +243,7 @@ class _Collector:
                     table.setdefault(normalize(definition.expansion), definition.expansion)
                 tokens = _TOKEN.findall(unit.text)
                 self.named_inside.update(t for t in tokens[1:] if _is_word_name(t))
+                self.lower_words.update(t for t in tokens if t.islower())
 
     def expansion_pattern(self) -> re.Pattern[str] | None:
         surfaces = sorted({s for table in self.expansions.values() for s in table.values()}, key=lambda s: (-len(s), s))
@@ -237,63 +272,73 @@ class _Collector:
                 self.tokens(masked, where)
             for line, code in document.code:
                 for token in _CODE_TOKEN.findall(code):
-                    if _SNAKE.fullmatch(token) or _CAMEL.fullmatch(token):
+                    if _identifier_shaped(token):
                         self.add(token, "identifier", (index, document.name, line), inside=True, prose=False)
 
     def tokens(self, text: str, where: tuple[int, str, int]) -> None:
         matches = list(_TOKEN.finditer(text))
+        singles: list[tuple[int, str, str]] = []  # (token index, surface, kind) of acronyms and identifiers
+        covered: set[int] = set()  # token indices inside a phrase
         run: list[tuple[int, str]] = []  # (token index, token)
+        # A word opens a sentence at the start, and after a colon: "Ingrid: Were the elements fresh?"
+        self.openers = {0} | {
+            i for i in range(1, len(matches)) if ":" in text[matches[i - 1].end() : matches[i].start()]
+        }
         for position, match in enumerate(matches):
             token = _SUFFIX_OF_TOKEN.sub("", match.group())
             acronym = acronym_of(token)
             if acronym is not None:
-                self.add(acronym, "acronym", where, inside=position > 0)
-            elif _SNAKE.fullmatch(token) or _CAMEL.fullmatch(token) or _TAGGED.fullmatch(token):
-                self.add(token, "identifier", where, inside=True)
+                singles.append((position, acronym, "acronym"))
+            elif _identifier_shaped(token):
+                singles.append((position, token, "identifier"))
             adjacent = bool(run) and text[matches[position - 1].end() : match.start()].isspace()
             adjacent = adjacent and not matches[position - 1].group().endswith(("'s", "’s"))
             if run and not adjacent:
-                self.phrase(run, where)
+                covered.update(self.phrase(run, where))
                 run = []
             if _is_name_token(token) or (run and (_is_tail_token(token) or token in _CONNECTORS)):
                 run.append((position, token))
             elif run:
-                self.phrase(run, where)
+                covered.update(self.phrase(run, where))
                 run = []
         if run:
-            self.phrase(run, where)
+            covered.update(self.phrase(run, where))
+        for position, surface, kind in singles:
+            inside = position not in self.openers or kind == "identifier"
+            self.add(surface, kind, where, inside=inside, in_phrase=position in covered)
 
-    def phrase(self, run: list[tuple[int, str]], where: tuple[int, str, int]) -> None:
-        while run and run[-1][1] in _CONNECTORS:
-            run = run[:-1]
-        initial = bool(run) and run[0][0] == 0
-        tokens = [token for _, token in run]
+    def phrase(self, run: list[tuple[int, str]], where: tuple[int, str, int]) -> list[int]:
+        """Record the phrase ``run`` makes, if any; return the token indices it covers."""
+        run = _trim(run)
+        initial = bool(run) and run[0][0] in self.openers
         if initial:
-            while tokens and tokens[0].lower() in SENTENCE_OPENERS:
-                tokens, initial = tokens[1:], False
+            while run and run[0][1].lower() in SENTENCE_OPENERS:
+                run, initial = _trim(run[1:]), False
+        tokens = [token for _, token in run]
         names = [t for t in tokens if t not in _CONNECTORS and not _is_tail_token(t)]
         if len(tokens) == 1 and names and not initial and _is_word_name(tokens[0]):
-            if not (_SNAKE.fullmatch(tokens[0]) or _CAMEL.fullmatch(tokens[0])) and len(tokens[0]) >= 3:
+            if not _identifier_shaped(tokens[0]) and len(tokens[0]) >= 3:
                 self.add(tokens[0], "name", where, inside=True)
-            return
+            return []
         if len(tokens) < 2 or len(tokens) > _MAX_PHRASE or not any(_is_word_name(t) for t in names):
-            return
+            return []
         if initial:
             self.pending.append((tokens, where[0], where[1], where[2]))
         else:
             self.add(" ".join(tokens), "phrase", where, inside=True)
+        return [position for position, _ in run]
 
     def settle_initial_runs(self) -> None:
         """A run at a sentence's start keeps its first word only when that word is evidently a name."""
         inside = {key for key, group in self.groups.items() if group.inside and "phrase" in group.kinds}
         for tokens, index, name, line in self.pending:
             where = (index, name, line)
-            full, tail = " ".join(tokens), " ".join(tokens[1:])
+            full, rest = " ".join(tokens), [token for _, token in _trim(list(enumerate(tokens))[1:])]
             if normalize(full) in inside or tokens[0] in self.named_inside:
                 self.add(full, "phrase", where, inside=False)
-            elif len(tokens) >= 3:
-                self.add(tail, "phrase", where, inside=True)
-            else:
+            elif len(rest) >= 2:
+                self.add(" ".join(rest), "phrase", where, inside=True)
+            elif len(tokens) == 2:
                 self.add(full, "phrase", where, inside=False)
 
     def discovery(self) -> Discovery:
@@ -309,6 +354,8 @@ class _Collector:
                     group.count,
                     group.inside,
                     group.prose,
+                    group.in_phrase,
+                    forms[0].split()[0].lower() not in self.lower_words,
                     len(group.documents),
                     group.first_seen,
                     tuple(forms),
@@ -382,12 +429,14 @@ class _Folder:
             if candidate.key in self.verdicts or self.left_to_the_file(candidate):
                 continue
             if candidate.kind == "phrase":
-                if candidate.count >= 2 and candidate.inside >= 1:
+                if candidate.count >= 2 and (candidate.inside >= 1 or candidate.proper_start):
                     self.admit(candidate, candidate.name, (), f"seen {candidate.count} times")
                 else:
                     self.decide(
                         candidate, "held", "seen once" if candidate.count < 2 else "seen only opening a sentence"
                     )
+            elif candidate.kind == "identifier" and candidate.in_phrase == candidate.count:
+                self.decide(candidate, "held", "only ever written inside a longer name")
             elif candidate.kind == "identifier":
                 if candidate.prose >= 2 or (candidate.prose == 1 and _compound(candidate.name)):
                     self.admit(candidate, candidate.name, (), "an identifier written in prose")
@@ -406,7 +455,9 @@ class _Folder:
             if candidate.kind != "acronym" or candidate.key in self.verdicts:
                 continue
             owners = initials.get(candidate.name.lower(), [])
-            if len(owners) == 1:
+            if candidate.in_phrase == candidate.count:
+                self.decide(candidate, "held", "only ever written inside a longer name")
+            elif len(owners) == 1:
                 self.decide(candidate, "held", f"the resolver reads it as the initials of {owners[0]}")
             elif candidate.count >= 2:
                 self.admit(candidate, candidate.name, (), f"an acronym seen {candidate.count} times")
