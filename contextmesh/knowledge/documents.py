@@ -56,7 +56,7 @@ __all__ = [
 ]
 
 DOCUMENT_SUFFIXES = {".md": True, ".markdown": True, ".txt": False}  # suffix → is Markdown
-MAX_BODY_CHARS = 2000
+MAX_BODY_CHARS = 1000
 _DIGEST_LENGTH = 10
 _NOT_SLUG = re.compile(r"[^\w\- ]")
 _CLOSERS = "\"'”’»)]*_"
@@ -150,19 +150,30 @@ def _collapse(text: str) -> str:
     return " ".join(text.split())
 
 
-def _body(sentences: list[str], index: int) -> str:
-    others = sentences[:index] + sentences[index + 1 :]
-    if sum(len(s) + 1 for s in others) <= MAX_BODY_CHARS:
-        return " ".join(others)
-    chosen: dict[int, str] = {}
-    budget, step = MAX_BODY_CHARS, 1
-    while budget > 0 and (index - step >= 0 or index + step < len(sentences)):
-        for neighbour in (index - step, index + step):
-            if 0 <= neighbour < len(sentences) and len(sentences[neighbour]) + 1 <= budget:
-                chosen[neighbour] = sentences[neighbour]
-                budget -= len(sentences[neighbour]) + 1
-        step += 1
-    return " ".join(chosen[i] for i in sorted(chosen))
+def _body(sentences: list[str], total: int, index: int) -> str:
+    """The rest of the paragraph, or in a long one the nearest sentences that fit :data:`MAX_BODY_CHARS`.
+
+    ``total`` is the paragraph's length with a separator per sentence, computed once, so a
+    paragraph of many sentences costs at most the window per sentence, never the whole paragraph.
+    """
+    if total - len(sentences[index]) - 1 <= MAX_BODY_CHARS:
+        return " ".join(s for i, s in enumerate(sentences) if i != index)
+    budget, left, right = MAX_BODY_CHARS, index - 1, index + 1
+    open_left, open_right = left >= 0, right < len(sentences)
+    while open_left or open_right:
+        if open_left and len(sentences[left]) + 1 <= budget:
+            budget -= len(sentences[left]) + 1
+            left -= 1
+            open_left = left >= 0
+        else:
+            open_left = False
+        if open_right and len(sentences[right]) + 1 <= budget:
+            budget -= len(sentences[right]) + 1
+            right += 1
+            open_right = right < len(sentences)
+        else:
+            open_right = False
+    return " ".join([*sentences[left + 1 : index], *sentences[index + 1 : right]])
 
 
 def _with_full_stop(text: str) -> str:
@@ -214,13 +225,20 @@ class _Reader:
         if block.kind == "item" and sentences:
             sentences[-1] = _with_full_stop(sentences[-1])
         paragraph = " ".join(sentences)
-        first, offset = len(self.spans), 0
+        total = sum(len(sentence) + 1 for sentence in sentences)
+        first, offset, next_code = len(self.spans), 0, 0
         for index, (start, end) in enumerate(bounds):
             line = block.line + plain.line_offset(start)
-            self.spans.append((sentences[index], _body(sentences, index), line, paragraph, offset))
+            self.spans.append((sentences[index], _body(sentences, total, index), line, paragraph, offset))
             offset += len(sentences[index]) + 1
-            code = tuple((max(a, start) - start, min(b, end) - start) for a, b in plain.code if a < end and b > start)
-            self.units.append(Unit(plain.text[start:end], line, code))
+            # Code spans are sorted and never straddle a boundary (the splitter does not split inside one).
+            while next_code < len(plain.code) and plain.code[next_code][1] <= start:
+                next_code += 1
+            code, scan = [], next_code
+            while scan < len(plain.code) and plain.code[scan][0] < end:
+                code.append((max(plain.code[scan][0], start) - start, min(plain.code[scan][1], end) - start))
+                scan += 1
+            self.units.append(Unit(plain.text[start:end], line, tuple(code)))
         starts = [start for start, _ in bounds]
         for link in plain.links:
             line = block.line + plain.line_offset(link.start)

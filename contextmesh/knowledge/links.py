@@ -32,13 +32,14 @@ from __future__ import annotations
 import difflib
 import posixpath
 import re
+from bisect import bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass
 from urllib.parse import unquote, urlsplit
 
 from contextmesh.corpus import Relation
 from contextmesh.extract import drop_reason
-from contextmesh.knowledge.documents import DOCUMENT_SUFFIXES, DocLink, Document, ReadWarning
+from contextmesh.knowledge.documents import DOCUMENT_SUFFIXES, DocLink, Document, ReadWarning, SpanInfo
 
 __all__ = ["RELATION_TITLES", "resolve_links"]
 
@@ -72,26 +73,54 @@ def _loose(text: str) -> str:
     return r"\s+".join(re.escape(word) for word in text.split())
 
 
-def _fragment_matches(document: Document, index: int, fragment: _TextFragment) -> bool:
-    """True when the span at ``index`` holds ``fragment.start`` with the fragment's context around it."""
-    info = document.spans[index]
-    paragraph, offset = info.paragraph, info.offset
-    before = None if fragment.prefix is None else re.compile(_loose(fragment.prefix) + r"\s*\Z", re.IGNORECASE)
-    after = None if fragment.suffix is None else re.compile(r"\s*" + _loose(fragment.suffix), re.IGNORECASE)
-    end = None if fragment.end is None else re.compile(_loose(fragment.end), re.IGNORECASE)
-    for start in re.finditer(_loose(fragment.start), info.spec.text, re.IGNORECASE):
-        begin, finish = offset + start.start(), offset + start.end()
-        if end is not None:
-            found = end.search(paragraph, finish)
-            if found is None:
-                continue
-            finish = found.end()
-        if before is not None and before.search(paragraph, 0, begin) is None:
-            continue
-        if after is not None and after.match(paragraph, finish) is None:
-            continue
-        return True
-    return False
+class _Flat:
+    """A document's sentences joined by line feeds, so one search covers them all at the speed of ``re``."""
+
+    def __init__(self, document: Document) -> None:
+        self.document = document
+        self.starts: list[int] = []
+        position = 0
+        for info in document.spans:
+            self.starts.append(position)
+            position += len(info.spec.text) + 1
+        self.text = "\n".join(info.spec.text for info in document.spans)
+
+    def matching_spans(self, fragment: _TextFragment, start: int, end: int) -> list[int]:
+        """Indices of the spans in ``[start, end)`` holding the fragment; stops once two are found."""
+        if start >= end:
+            return []
+        begin = self.starts[start]
+        finish = self.starts[end - 1] + len(self.document.spans[end - 1].spec.text)
+        found: list[int] = []
+        for match in re.finditer(_loose(fragment.start), self.text[begin:finish], re.IGNORECASE):
+            index = bisect_right(self.starts, begin + match.start()) - 1
+            local = begin + match.start() - self.starts[index]
+            if (found and found[-1] == index) or local + len(match.group()) > len(self.document.spans[index].spec.text):
+                continue  # the same span again, or a match running into the next sentence
+            if _context_holds(self.document.spans[index], local, local + len(match.group()), fragment):
+                found.append(index)
+                if len(found) == 2:
+                    break
+        return found
+
+
+def _context_holds(info: SpanInfo, start: int, end: int, fragment: _TextFragment) -> bool:
+    """The fragment's ``end``, ``prefix`` and ``suffix`` around a match of its ``start`` in the paragraph."""
+    paragraph, begin, finish = info.paragraph, info.offset + start, info.offset + end
+    if fragment.end is not None:
+        found = re.compile(_loose(fragment.end), re.IGNORECASE).search(paragraph, finish)
+        if found is None:
+            return False
+        finish = found.end()
+    if fragment.prefix is not None:
+        before = re.compile(_loose(fragment.prefix) + r"\s*\Z", re.IGNORECASE)
+        if before.search(paragraph, 0, begin) is None:
+            return False
+    if fragment.suffix is not None:
+        after = re.compile(r"\s*" + _loose(fragment.suffix), re.IGNORECASE)
+        if after.match(paragraph, finish) is None:
+            return False
+    return True
 
 
 class _Resolver:
@@ -100,6 +129,7 @@ class _Resolver:
         self.folded = {name.casefold(): name for name in self.documents}
         self.relations: dict[str, list[Relation]] = {}
         self.warnings: list[ReadWarning] = []
+        self.flat: dict[str, _Flat] = {}
 
     def warn(self, document: Document, link: DocLink, message: str) -> None:
         self.warnings.append(ReadWarning(document.name, link.line, message))
@@ -167,10 +197,13 @@ class _Resolver:
         if isinstance(parsed, str):
             self.warn(document, link, f"the fragment {fragment!r}: {parsed}; no relation")
             return None
-        matches = [i for i in range(start, end) if _fragment_matches(target, i, parsed)]
+        flat = self.flat.get(target.name)
+        if flat is None:
+            flat = self.flat[target.name] = _Flat(target)
+        matches = flat.matching_spans(parsed, start, end)
         if len(matches) != 1:
-            lines = ", ".join(str(target.spans[i].line) for i in matches[:5])
-            found_where = f"sentences on lines {lines}" if matches else "no sentence"
+            lines = " and ".join(str(target.spans[i].line) for i in matches)
+            found_where = f"sentences on lines {lines} (and maybe more)" if matches else "no sentence"
             self.warn(
                 document,
                 link,
