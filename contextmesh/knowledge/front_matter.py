@@ -66,13 +66,17 @@ def parse_front_matter(name: str, lines: list[str]) -> FrontMatter:
     """The front matter of the document ``name`` split into ``lines``, or a :class:`DocumentError`."""
     if not lines or lines[0].rstrip() != _FENCE:
         return FrontMatter(None, None, None, 0)
+    # Find the close first: a header never closed is reported as that, not as its first odd line.
+    close = next((i for i in range(1, len(lines)) if lines[i].rstrip() == _FENCE), None)
+    if close is None:
+        raise DocumentError(
+            f"{name}:1", "front matter that is never closed", "a '---' line opens front matter and another closes it"
+        )
     values: dict[str, tuple[str, int]] = {}
-    for index in range(1, len(lines)):
+    for index in range(1, close):
         line = lines[index]
         number = index + 1
         where = f"{name}:{number}"
-        if line.rstrip() == _FENCE:
-            break
         if not line.strip():
             continue
         match = _ENTRY.fullmatch(line.rstrip())
@@ -90,10 +94,6 @@ def parse_front_matter(name: str, lines: list[str]) -> FrontMatter:
                 "a front-matter key is given once",
             )
         values[key] = (_value(match.group(2) or "", where, key), number)
-    else:
-        raise DocumentError(
-            f"{name}:1", "front matter that is never closed", "a '---' line opens front matter and another closes it"
-        )
     date = values.get("date")
     if date is not None:
         try:
@@ -104,4 +104,4 @@ def parse_front_matter(name: str, lines: list[str]) -> FrontMatter:
     def get(key: str) -> str | None:
         return values[key][0] if key in values else None
 
-    return FrontMatter(get("title"), get("origin"), get("date"), index + 1)
+    return FrontMatter(get("title"), get("origin"), get("date"), close + 1)
