@@ -63,7 +63,7 @@ _CLOSERS = "\"'”’»)]*_"
 _ENDS_SENTENCE = tuple(".!?…:;")
 
 
-@dataclass(frozen=True, order=True)
+@dataclass(frozen=True)
 class ReadWarning:
     """Something a reader should know that did not stop the read, at ``file:line`` (line 0: the whole file)."""
 

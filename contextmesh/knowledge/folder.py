@@ -54,6 +54,11 @@ class FolderRead:
     registered: EntitiesFile | None
 
 
+def _place(warning: ReadWarning) -> tuple[str, int]:
+    """Warnings sort by file and line; the sort is stable, so one line's warnings keep their order."""
+    return warning.file, warning.line
+
+
 def _inside(path: Path, root: Path) -> bool:
     return path == root or path.is_relative_to(root)
 
@@ -170,7 +175,7 @@ def read_documents(
         registered = load_entities(Path(entities))
     elif (base / ENTITIES_FILE).is_file():
         registered = load_entities(base / ENTITIES_FILE, ENTITIES_FILE)
-    warnings = sorted([*walk.warnings, *(note for document in documents for note in document.notes)])
+    warnings = sorted([*walk.warnings, *(note for document in documents for note in document.notes)], key=_place)
     return FolderRead(base, documents, tuple(warnings), registered)
 
 
@@ -191,4 +196,4 @@ def read_folder(
         )
         for d in read.documents
     )
-    return Corpus(folded.entities, sources), sorted([*read.warnings, *link_warnings])
+    return Corpus(folded.entities, sources), sorted([*read.warnings, *link_warnings], key=_place)
