@@ -13,7 +13,8 @@
   skipped without a word, unless named explicitly;
 * a symbolic link is followed only to a file inside the root; a link out of the root, and a link to
   a folder (which could loop), are reported and not followed; a file reached under two names is
-  read once, under the first name in sorted order;
+  read once, under its own name when that is one of them (a link never takes a file's name away),
+  else under the first in sorted order;
 * files are read in sorted name order. A document that breaks a rule of
   :mod:`~contextmesh.knowledge.decoding` or :mod:`~contextmesh.knowledge.front_matter` stops the
   whole read with its :class:`~contextmesh.knowledge.decoding.DocumentError` — nothing half-read is
@@ -127,15 +128,19 @@ class _Walk:
                     self.offer(here / entry)
 
     def once_each(self) -> list[tuple[str, Path]]:
-        """Sorted (name, real path) pairs, one per real file."""
-        first: dict[Path, str] = {}
+        """Sorted (name, real path) pairs, one per real file: under its own name, else its first link's."""
+        names: dict[Path, list[str]] = {}
         for name in sorted(self.files):
-            real = self.files[name]
-            if real in first:
-                self.note(name, f"the same file as {first[real]}; read once")
-                continue
-            first[real] = name
-        return [(name, real) for real, name in sorted(first.items(), key=lambda item: item[1])]
+            names.setdefault(self.files[name], []).append(name)
+        chosen = []
+        for real, found in names.items():
+            own = _name(real, self.root)
+            keep = own if own in found else found[0]
+            self.warnings.extend(
+                ReadWarning(name, 0, f"the same file as {keep}; read once") for name in found if name != keep
+            )
+            chosen.append((keep, real))
+        return sorted(chosen)
 
 
 def _root(resolved: list[Path], root: Path | str | None) -> Path:
@@ -168,7 +173,7 @@ def read_documents(
     )
     if not documents:
         raise DocumentError(
-            str(base), "no document", f"a folder to read holds at least one {'/'.join(DOCUMENT_SUFFIXES)} file"
+            str(base), "no document", f"a folder to read holds at least one {', '.join(DOCUMENT_SUFFIXES)} file"
         )
     registered = None
     if entities is not None:
