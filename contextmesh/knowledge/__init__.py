@@ -14,8 +14,9 @@ pipeline (:mod:`contextmesh.pipeline`) turns the corpus into a graph.
 * :mod:`~contextmesh.knowledge.documents` — one file into one source with a span per sentence and
   content-derived span keys;
 * :mod:`~contextmesh.knowledge.links` — links between documents resolved into relations;
-* :mod:`~contextmesh.knowledge.candidates` and :mod:`~contextmesh.knowledge.entities_file` —
-  entity candidates and the person-edited entities file;
+* :mod:`~contextmesh.knowledge.acronyms`, :mod:`~contextmesh.knowledge.discovery`,
+  :mod:`~contextmesh.knowledge.candidates` and :mod:`~contextmesh.knowledge.entities_file` — entity
+  candidates, their fold into the corpus's entities, and the person-edited entities file;
 * :mod:`~contextmesh.knowledge.folder` — ``read_folder``, which ties them together.
 
 The format these modules accept is ``docs/formats/documents.md``.
