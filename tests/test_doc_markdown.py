@@ -102,6 +102,13 @@ def test_link_definitions_are_collected_and_comments_dropped() -> None:
     assert [(b.kind, b.text) for b in parsed.blocks] == [("paragraph", "shown")]
 
 
+def test_a_footnote_definition_is_text_without_its_marker() -> None:
+    assert kinds("Body text.[^1]\n\n[^1]: The footnote says more.") == [
+        ("paragraph", "Body text.[^1]"),
+        ("paragraph", "The footnote says more."),
+    ]
+
+
 def test_plain_text_has_paragraphs_and_items_only() -> None:
     text = "# not a heading\n| a | b |\n|---|---|\n\n- an item\n```\nnot code"
     assert kinds_text(text) == [

@@ -40,6 +40,7 @@ _TASK = re.compile(r"\[[ xX]\][ \t]+")
 _DEFINITION = re.compile(
     r" {0,3}\[([^\]]{1,999})\]:[ \t]*(<[^<>\n]*>|\S+)(?:[ \t]+(\"[^\"]*\"|'[^']*'|\([^)]*\)))?[ \t]*"
 )
+_FOOTNOTE_DEFINITION = re.compile(r" {0,3}\[\^[^\]\s]{1,64}\]:[ \t]*(.*)")
 _DELIMITER_CELL = re.compile(r"\s*:?-+:?\s*")
 _CELL_SPLIT = re.compile(r"(?<!\\)\|")
 
@@ -207,6 +208,10 @@ class _Parser:
             self.list_open = False
             return index + 1
         if not self.para and self.definition(text):
+            return index + 1
+        footnote = _FOOTNOTE_DEFINITION.fullmatch(text)
+        if footnote is not None:
+            self.start("paragraph", footnote.group(1), index, quoted)
             return index + 1
         if self.item(index, text, quoted):
             return index + 1
