@@ -193,6 +193,19 @@ def test_symbolic_links_are_followed_only_to_files_inside_the_folder(tmp_path: P
     assert all("secret" not in span.text for _, span in corpus.spans())
 
 
+def test_a_file_name_that_cannot_be_a_key_is_reported_and_skipped(tmp_path: Path) -> None:
+    folder = copy_fixture(tmp_path, "clinicallab")
+    (folder / "line\nbreak.md").write_text("A document with a strange name is here.", encoding="utf-8")
+    os.close(os.open(os.fsencode(folder) + b"/caf\xe9.md", os.O_CREAT | os.O_WRONLY))
+    corpus, warnings = read_folder([folder])
+    assert [str(w) for w in warnings] == [
+        "'caf\\udce9.md': a file name that is not UTF-8; not read",
+        "'line\\nbreak.md': a file name with a control or format character; not read",
+    ]
+    assert all("\n" not in str(w) for w in warnings)
+    assert len(corpus.sources) == 4
+
+
 def test_a_named_pipe_is_refused_without_waiting_for_a_writer(tmp_path: Path) -> None:
     folder = copy_fixture(tmp_path, "clinicallab")
     os.mkfifo(folder / "pipe.md")

@@ -15,6 +15,8 @@
   a folder (which could loop), are reported and not followed; a file reached under two names is
   read once, under its own name when that is one of them (a link never takes a file's name away),
   else under the first in sorted order;
+* a file whose name is not UTF-8 or holds a control or format character is reported and skipped
+  (its name would become a key and a warning's place);
 * files are read in sorted name order. A document that breaks a rule of
   :mod:`~contextmesh.knowledge.decoding` or :mod:`~contextmesh.knowledge.front_matter` stops the
   whole read with its :class:`~contextmesh.knowledge.decoding.DocumentError` — nothing half-read is
@@ -28,6 +30,7 @@ Links are resolved (:mod:`~contextmesh.knowledge.links`) and entities folded
 from __future__ import annotations
 
 import os
+import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
@@ -68,6 +71,17 @@ def _name(path: Path, root: Path) -> str:
     return PurePosixPath(*path.relative_to(root).parts).as_posix()
 
 
+def _name_problem(name: str) -> str | None:
+    """Why ``name`` cannot name a document (it becomes a source key, a span key and a warning's place)."""
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return "that is not UTF-8"
+    if any(unicodedata.category(char) in {"Cc", "Cf"} for char in name):
+        return "with a control or format character"
+    return None
+
+
 def _resolve(path: Path | str) -> Path:
     given = Path(path)
     try:
@@ -90,6 +104,10 @@ class _Walk:
 
     def offer(self, path: Path, *, explicit: bool = False) -> None:
         name = _name(path, self.root)
+        problem = _name_problem(name)
+        if problem is not None:
+            self.note(ascii(name), f"a file name {problem}; not read")
+            return
         real = path
         if path.is_symlink():
             real = Path(os.path.realpath(path))
