@@ -129,7 +129,8 @@ def invalid_request_id(message: Any) -> str | None:
         shown = quote(ident)
     if len(shown) > QUOTE_CHARS:
         shown = f"{shown[:QUOTE_CHARS]}… ({len(shown)} characters)"
-    kind = {dict: "an object", list: "an array", bool: "a boolean", type(None): "null"}.get(type(ident), "not whole")
+    kinds = {dict: "an object", list: "an array", bool: "a boolean", type(None): "null"}
+    kind = kinds.get(type(ident), "not an integer")
     if isinstance(ident, float) and not math.isfinite(ident):
         kind = "not a finite number"
     return f"Invalid Request: id {shown} is {kind}; a request id is a string or an integer"
@@ -150,8 +151,9 @@ class JsonRpcGuard:
         headers = [(k, _lower_media_type(v)) if k == b"content-type" else (k, v) for k, v in scope["headers"]]
         scope = {**scope, "headers": headers}
         declared = next((v for k, v in headers if k == b"content-length"), None)
-        media_type = next((v for k, v in headers if k == b"content-type"), b"").partition(b";")[0]
-        if media_type != b"application/json" or (declared is not None and not declared.isdigit()):
+        media_types = next((v for k, v in headers if k == b"content-type"), b"").partition(b";")[0].split(b",")
+        is_json = any(part.strip() == b"application/json" for part in media_types)  # as the SDK reads it
+        if not is_json or (declared is not None and not declared.isdigit()):
             await self.app(scope, receive, send)  # the SDK answers these (400/415)
             return
         if declared is not None and int(declared) > self.max_body:

@@ -59,12 +59,16 @@ def quote(value: Any, limit: int = QUOTE_CHARS) -> str:
         shown = _REPR.repr(value)
         if len(shown) > limit:
             shown = shown[:limit] + "…"
-        kind = "entries" if isinstance(value, dict) else "items"
-        return f"{shown} ({type(value).__name__} of {len(value)} {kind})"
-    try:
-        shown = _REPR.repr(value)
-    except ValueError:  # an int beyond Python's digit limit for str()
-        return f"<{type(value).__name__} too long to show>"
+        kind = "entr" + ("y" if len(value) == 1 else "ies") if isinstance(value, dict) else "item"
+        plural = "s" if len(value) != 1 and not isinstance(value, dict) else ""
+        return f"{shown} (a {type(value).__name__} of {len(value)} {kind}{plural})"
+    if isinstance(value, int) and not isinstance(value, bool):
+        try:
+            digits = str(value)
+        except ValueError:  # beyond Python's digit limit for str()
+            return "<an integer too long to show>"
+        return digits if len(digits) <= limit else f"{digits[:limit]}… ({len(digits)} digits)"
+    shown = _REPR.repr(value)
     return shown if len(shown) <= limit else shown[:limit] + "…"
 
 

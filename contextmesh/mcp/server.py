@@ -34,7 +34,7 @@ import signal
 import socket
 import sys
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import IO, Any
 
 import anyio
 import anyio.to_thread
@@ -42,6 +42,7 @@ import uvicorn
 from mcp.server import MCPServer
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError, ToolError
+from mcp.server.stdio import stdio_server
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp.shared.exceptions import MCPError
 from mcp.types import (
@@ -76,6 +77,7 @@ from contextmesh.mcp.quoting import (
 )
 from contextmesh.mcp.resources import RESOURCES, TEMPLATES, assumption_json, node_json
 from contextmesh.mcp.served import ServedSession
+from contextmesh.mcp.stdio_guard import CheckedLines, Wire, claim_stdin
 from contextmesh.mcp.tools import READ_TOOLS, MeshToolError, ToolSpec
 from contextmesh.mcp.writes import WRITE_TOOLS
 
@@ -267,6 +269,14 @@ class MeshServer(MCPServer[Any]):
         for spec, fn in ((node_spec, node), (assumption_spec, assumption)):
             self.resource(spec.uri, name=spec.name, description=spec.description, mime_type=spec.mime_type)(fn)
 
+    async def serve_stdio(self, stdin: IO[str], wire: Wire) -> None:
+        """stdio through :mod:`contextmesh.mcp.stdio_guard`: impossible request ids are answered, not dropped."""
+        lowlevel = self._lowlevel_server
+        lines: Any = CheckedLines(stdin, wire)
+        output: Any = wire
+        async with stdio_server(stdin=lines, stdout=output) as (read_stream, write_stream):
+            await lowlevel.run(read_stream, write_stream, lowlevel.create_initialization_options())
+
 
 def build_server(served: ServedSession) -> MeshServer:
     """The MCP server over ``served`` (in-process; tests connect to it with ``Client(server)``)."""
@@ -363,17 +373,17 @@ def _restore_stdout(wire: int) -> None:
 
 
 def _serve_stdio(server: MeshServer, wire: int) -> None:
-    # Put the wire back on fd 1 for the SDK, which diverts fd 1 to stderr while it serves and restores
-    # it after. sys.stdout writes through (no buffer), so nothing a tool prints can reach the wire late.
+    # fd 1 keeps pointing at stderr while we serve, so nothing a tool prints can reach the wire;
+    # the protocol goes to ``wire`` (the real stdout) and comes from fd 0's private duplicate.
     sys.stdout.flush()  # whatever loading printed goes to stderr, where fd 1 still points
-    os.dup2(wire, 1)
-    os.close(wire)
-    previous = sys.stdout
-    sys.stdout = io.TextIOWrapper(io.FileIO(1, "w", closefd=False), encoding="utf-8", write_through=True)
+    out = io.TextIOWrapper(io.FileIO(wire, "w", closefd=False), encoding="utf-8")
     try:
-        server.run("stdio")
+        with claim_stdin() as stdin:
+            anyio.run(server.serve_stdio, stdin, Wire(out))
     finally:
-        sys.stdout = previous
+        sys.stdout.flush()
+        os.dup2(wire, 1)
+        os.close(wire)
 
 
 # -- the command -----------------------------------------------------------------------------------------
