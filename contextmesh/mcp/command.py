@@ -26,7 +26,7 @@ DEFAULT_PORT = 8765
 def parser() -> argparse.ArgumentParser:
     """The arguments of ``contextmesh-mcp``."""
     built = argparse.ArgumentParser(
-        prog=PROG, description="Serve a ContextMesh graph over MCP (stdio, or HTTP on a loopback port)."
+        prog=PROG, description="Serve a ContextMesh graph over MCP (stdio, or HTTP: loopback unless --allow-remote)."
     )
     which = built.add_mutually_exclusive_group(required=True)
     which.add_argument("--demo", action="store_true", help="build the bundled demo graph for this process (ephemeral)")
