@@ -9,6 +9,8 @@ all, and waited. :func:`guarded_protocol` returns uvicorn's h11 protocol with tw
    whole request — request line, headers and body — counted from the moment it connects, or from
    its first byte after a response. Past it the server answers 408 and closes. A client that
    trickles one byte a second gains nothing: the deadline is for the whole request, not per read.
+   An idle keep-alive connection is closed after uvicorn's keep-alive time or the read timeout,
+   whichever is shorter.
 2. **A connection cap per client address, and one overall.** A new connection beyond
    :attr:`ConnectionLimits.per_client` connections from its address (or beyond
    :attr:`ConnectionLimits.total`) does not wait and is not refused while the server has slack:

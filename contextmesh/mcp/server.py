@@ -351,7 +351,7 @@ def _serve_http(server: MeshServer, sock: socket.socket, args: argparse.Namespac
     guard = "bearer token required" if token is not None else "no token (loopback)"
     _say(f"listening on http://{shown}:{bound}/mcp (POST only, one JSON body per request, stateless, {guard})")
     if args.remote:
-        _say(f"warning: {host} is beyond loopback; anyone who can reach it and holds the token can write")
+        _say(f"warning: {host} is beyond loopback; whoever can reach it and holds the token can call every tool")
     uvicorn.Server(config).run(sockets=[sock])
 
 
