@@ -1,4 +1,4 @@
-"""``contextmesh-mcp``: the graph over MCP, on stdio or on a loopback HTTP port. The only SDK importer.
+"""``contextmesh-mcp``: the graph over MCP, on stdio or on an HTTP port (loopback by default). The only SDK importer.
 
     contextmesh-mcp --demo                                  # an ephemeral demo graph (read-only)
     contextmesh-mcp --demo --rounds 8 --save ./session      # write a demo session and exit
