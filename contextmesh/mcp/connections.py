@@ -14,8 +14,8 @@ all, and waited. :func:`guarded_protocol` returns uvicorn's h11 protocol with tw
 2. **A connection cap per client address, and one overall.** A new connection beyond
    :attr:`ConnectionLimits.per_client` connections from its address (or beyond
    :attr:`ConnectionLimits.total`) does not wait and is not refused while the server has slack:
-   it evicts that address's oldest connection still *reading* a request (a slow client), else its
-   oldest *idle* keep-alive connection. A connection whose request is complete and running is
+   it evicts that address's connection that has been *reading* its current request the longest
+   (a slow client), else the one *idle* the longest. A connection whose request is complete and running is
    never evicted; only when every connection is running is the newcomer refused, with 503.
 
 So a flood of slow connections from one address recycles its own slots, and an honest request —
@@ -93,8 +93,10 @@ class ConnectionBook:
                 del self.by_client[connection.client_key]
 
     def _evict_from(self, connections: dict[GuardedH11Protocol, None]) -> bool:
+        # Oldest by the *current* phase, not by connect time: an honest keep-alive connection is old,
+        # but the request it is reading began a moment ago.
         for phase in (_READING, _IDLE):
-            victim = next((c for c in connections if c.phase == phase), None)
+            victim = min((c for c in connections if c.phase == phase), key=lambda c: c.phase_since, default=None)
             if victim is not None:
                 self.forget(victim)
                 victim.evict()
@@ -117,6 +119,7 @@ class GuardedH11Protocol(H11Protocol):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.phase = ""
+        self.phase_since = 0.0
         self.client_key = ""
         self._deadline: asyncio.TimerHandle | None = None
 
@@ -164,6 +167,7 @@ class GuardedH11Protocol(H11Protocol):
         if phase == self.phase:
             return
         self.phase = phase
+        self.phase_since = self.loop.time()
         self._disarm()
         if phase != _RUNNING:
             self._deadline = self.loop.call_later(self.book.limits.read_timeout, self._expire)

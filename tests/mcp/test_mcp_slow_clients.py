@@ -143,3 +143,29 @@ def test_the_oldest_unfinished_connection_makes_room_for_a_new_one(session_dir: 
         assert wait_until(lambda: server.proc.poll() is None)
         for sock in slow:
             sock.close()
+
+
+def test_a_long_kept_alive_connection_is_not_taken_for_a_slow_one(session_dir: Path, feed: Path) -> None:
+    cap = DEFAULT_LIMITS.per_client
+    with ServerProcess(["--session", str(session_dir), "--checkpoint", "never"], env=env(feed)) as server:
+        port = server.port
+        honest = socket.create_connection(("127.0.0.1", port))  # the oldest connection of all
+        honest.sendall(ask_bytes(port, QUESTIONS[0]))
+        assert response(honest)[0] == 200
+        slow = []
+        for _ in range(cap - 1):  # fill the address's cap: the honest connection is idle, the rest reading
+            sock = socket.create_connection(("127.0.0.1", port))
+            sock.sendall(HEADERS_CUT.replace(b"{port}", str(port).encode()))
+            slow.append(sock)
+        time.sleep(0.2)
+        request = ask_bytes(port, QUESTIONS[1])
+        honest.sendall(request[:40])  # its next request has begun, after every slow one began
+        time.sleep(0.2)
+        newcomer = socket.create_connection(("127.0.0.1", port))  # past the cap: someone must make room
+        newcomer.sendall(HEADERS_CUT.replace(b"{port}", str(port).encode()))
+        assert status_of(read_reply(slow[0])) == "503"  # the request that has been reading longest
+        honest.sendall(request[40:])
+        status, body = response(honest)
+        assert status == 200 and json.loads(body)["result"]["structuredContent"]["question"] == QUESTIONS[1]
+        for sock in (honest, newcomer, *slow):
+            sock.close()
