@@ -1,9 +1,10 @@
-"""``contextmesh-mcp``: the graph over MCP, on stdio or on a loopback HTTP port. The only SDK importer.
+"""``contextmesh-mcp``: the graph over MCP, on stdio or on an HTTP port (loopback by default). The only SDK importer.
 
     contextmesh-mcp --demo                                  # an ephemeral demo graph (read-only)
     contextmesh-mcp --demo --rounds 8 --save ./session      # write a demo session and exit
     contextmesh-mcp --session ./session [--checkpoint every-ask|on-exit|never]
     contextmesh-mcp --session ./session --transport http [--host 127.0.0.1] [--port 8765]
+    contextmesh-mcp --session ./session --transport http --host 0.0.0.0 --allow-remote --token-file FILE
 
 ``--demo`` or ``--session DIR`` must be said. A session holding an execution plan starts only when
 the launcher supplies the deployment's registry with every key the plan names
@@ -12,9 +13,13 @@ fails before any transport starts otherwise: no request, flag or file can choose
 
 HTTP is served at ``http://127.0.0.1:<port>/mcp``: POST only (anything else 405, so no event
 stream), one JSON body per request, stateless, Host and Origin checked against an explicit
-loopback allow-list, request bodies capped at :data:`MAX_BODY_BYTES`. Every tool and resource
-runs under the served session's one lock, after a reload if another writer committed. A banner
-on stderr says what is served and whether it persists; nothing but protocol reaches stdout.
+loopback allow-list, request bodies capped at :data:`MAX_BODY_BYTES`, each whole request due
+within ``--read-timeout`` seconds and connections capped per client
+(:mod:`contextmesh.mcp.connections`). Beyond loopback only with ``--allow-remote`` and a bearer
+token on every request (:mod:`contextmesh.mcp.exposure`). Every tool and resource runs under the
+served session's one lock, after a reload if another writer committed. Every refusal quotes a
+client's value short (:mod:`contextmesh.mcp.quoting`). A banner on stderr says what is served and
+whether it persists; nothing but protocol reaches stdout, and no log record prints a traceback.
 """
 
 from __future__ import annotations
@@ -23,13 +28,13 @@ import argparse
 import functools
 import inspect
 import io
+import logging
 import os
 import signal
 import socket
 import sys
 from collections.abc import Callable, Sequence
-from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import anyio
 import anyio.to_thread
@@ -37,19 +42,44 @@ import uvicorn
 from mcp.server import MCPServer
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError, ToolError
+from mcp.server.stdio import stdio_server
 from mcp.server.transport_security import TransportSecuritySettings
-from mcp.types import CallToolResult, ListToolsResult, PaginatedRequestParams, TextContent, ToolAnnotations
-from starlette.types import ASGIApp, Receive, Scope, Send
+from mcp.shared.exceptions import MCPError
+from mcp.types import (
+    INTERNAL_ERROR,
+    INVALID_PARAMS,
+    CallToolResult,
+    ListToolsResult,
+    PaginatedRequestParams,
+    TextContent,
+    ToolAnnotations,
+)
+from pydantic import ValidationError
+from starlette.types import ASGIApp
 
 from contextmesh import __version__
 from contextmesh.errors import ContextMeshError
 from contextmesh.execution.registry import TaskRegistry
+from contextmesh.mcp import log_lines
+from contextmesh.mcp.command import DEFAULT_PORT, PROG, check, open_served, parser
+from contextmesh.mcp.connections import ConnectionLimits, guarded_protocol
 from contextmesh.mcp.dispatch import Dispatcher
+from contextmesh.mcp.exposure import ExposureError, check_exposure, load_token
+from contextmesh.mcp.http_guard import PostOnly, guarded
+from contextmesh.mcp.quoting import (
+    argument_refusal,
+    long_strings,
+    quote,
+    scrub,
+    scrub_data,
+    unknown_arguments,
+    unknown_tool,
+)
 from contextmesh.mcp.resources import RESOURCES, TEMPLATES, assumption_json, node_json
 from contextmesh.mcp.served import ServedSession
+from contextmesh.mcp.stdio_guard import CheckedLines, Wire, claim_stdin
 from contextmesh.mcp.tools import READ_TOOLS, MeshToolError, ToolSpec
 from contextmesh.mcp.writes import WRITE_TOOLS
-from contextmesh.session.session import POLICIES, Session
 
 __all__ = [
     "DEFAULT_PORT",
@@ -63,9 +93,8 @@ __all__ = [
     "open_served",
 ]
 
-PROG = "contextmesh-mcp"
+_log = logging.getLogger("contextmesh.mcp")
 SERVER_NAME = "contextmesh"
-DEFAULT_PORT = 8765
 MAX_BODY_BYTES = 1024 * 1024
 _LOOPBACK = ("127.0.0.1", "localhost", "[::1]")
 INSTRUCTIONS = (
@@ -101,6 +130,10 @@ _ANNOTATIONS: dict[str, ToolAnnotations] = {
 # -- the server ---------------------------------------------------------------------------------------
 
 
+def _refused(text: str) -> CallToolResult:
+    return CallToolResult(content=[TextContent(type="text", text=text)], is_error=True)
+
+
 def _run_tool(served: ServedSession, spec: ToolSpec, arguments: dict[str, Any]) -> Any:
     """One tool call on a worker thread: under the served lock, refusals as tool errors."""
 
@@ -134,7 +167,7 @@ class MeshServer(MCPServer[Any]):
             version=__version__,
             instructions=INSTRUCTIONS,
             log_level="WARNING",
-            middleware=[self._known_arguments_only],
+            middleware=[self._bounded_refusals, self._checked_arguments],
         )
         for spec in (*READ_TOOLS, *WRITE_TOOLS):
             self._add_spec(spec)
@@ -146,21 +179,49 @@ class MeshServer(MCPServer[Any]):
         not_answering = await anyio.to_thread.run_sync(self.served.not_answering)
         return ListToolsResult(tools=await self.list_tools(), _meta={"notAnswering": not_answering})
 
-    async def _known_arguments_only(self, ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
+    async def _bounded_refusals(self, ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
+        # Outermost: whatever refused this request — the SDK, a tool, a lookup — its message quotes
+        # the request's own long strings short and stays one bounded line (10⁷ characters in, ~100 out).
+        try:
+            result = await call_next(ctx)
+        except MCPError as exc:
+            values = long_strings(ctx.method, ctx.params)
+            raise MCPError(exc.code, scrub(exc.message, values), scrub_data(exc.data, values)) from None
+        except ValidationError:
+            raise  # malformed params: the SDK's own INVALID_PARAMS, which quotes nothing
+        except Exception as exc:  # the SDK would log a traceback and send str(exc) whole
+            _log.warning("%s failed: %s", ctx.method, type(exc).__name__)
+            raise MCPError(INTERNAL_ERROR, f"Internal error: {ctx.method} failed ({type(exc).__name__})") from None
+        if isinstance(result, dict) and result.get("isError") is True and isinstance(result.get("content"), list):
+            values = long_strings(ctx.method, ctx.params)
+            for item in result["content"]:
+                if isinstance(item, dict) and isinstance(item.get("text"), str):
+                    item["text"] = scrub(item["text"], values)
+        return result
+
+    async def _checked_arguments(self, ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
         # The SDK ignores unknown arguments; a tool here refuses them, so a client that sends
-        # {"verdict": "reject"} learns it was not heard rather than believing it was.
+        # {"verdict": "reject"} learns it was not heard rather than believing it was. Arguments that
+        # fail the schema get one line naming the argument, its value (short) and the rule.
         params: Any = ctx.params
-        if ctx.method == "tools/call" and isinstance(params, dict):
-            allowed = self._arguments.get(str(params.get("name")))
-            arguments = params.get("arguments")
-            if allowed is not None and isinstance(arguments, dict):
-                unknown = sorted(set(arguments) - allowed)
-                if unknown:
-                    text = (
-                        f"{params['name']} takes no argument {', '.join(repr(u) for u in unknown)}; "
-                        f"it takes {sorted(allowed) or 'none'}"
-                    )
-                    return CallToolResult(content=[TextContent(type="text", text=text)], is_error=True)
+        if ctx.method == "prompts/get" and isinstance(params, dict):
+            raise MCPError(INVALID_PARAMS, f"no prompt {quote(params.get('name'))}: this server publishes no prompts")
+        if ctx.method != "tools/call" or not isinstance(params, dict):
+            return await call_next(ctx)
+        name, arguments = params.get("name"), params.get("arguments")
+        if not isinstance(name, str) or name not in self._arguments:
+            return _refused(unknown_tool(name, self._arguments))
+        allowed = self._arguments[name]
+        if isinstance(arguments, dict):
+            unknown = sorted(set(arguments) - allowed)
+            if unknown:
+                return _refused(unknown_arguments(name, unknown, allowed))
+            tool = self._tool_manager.get_tool(name)
+            try:
+                if tool is not None:
+                    tool.fn_metadata.validate_arguments(arguments)
+            except ValidationError as exc:
+                return _refused(argument_refusal(name, exc))
         return await call_next(ctx)
 
     def _add_spec(self, spec: ToolSpec) -> None:
@@ -208,6 +269,14 @@ class MeshServer(MCPServer[Any]):
         for spec, fn in ((node_spec, node), (assumption_spec, assumption)):
             self.resource(spec.uri, name=spec.name, description=spec.description, mime_type=spec.mime_type)(fn)
 
+    async def serve_stdio(self, stdin: IO[str], wire: Wire) -> None:
+        """stdio through :mod:`contextmesh.mcp.stdio_guard`: impossible request ids are answered, not dropped."""
+        lowlevel = self._lowlevel_server
+        lines: Any = CheckedLines(stdin, wire)
+        output: Any = wire
+        async with stdio_server(stdin=lines, stdout=output) as (read_stream, write_stream):
+            await lowlevel.run(read_stream, write_stream, lowlevel.create_initialization_options())
+
 
 def build_server(served: ServedSession) -> MeshServer:
     """The MCP server over ``served`` (in-process; tests connect to it with ``Client(server)``)."""
@@ -215,27 +284,6 @@ def build_server(served: ServedSession) -> MeshServer:
 
 
 # -- HTTP ------------------------------------------------------------------------------------------------
-
-
-class PostOnly:
-    """405 for anything but POST on the MCP path: no standalone event stream (GET), no session DELETE."""
-
-    def __init__(self, app: ASGIApp, path: str = "/mcp") -> None:
-        self.app = app
-        self.path = path
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http" and scope["path"] == self.path and scope["method"] != "POST":
-            await send(
-                {
-                    "type": "http.response.start",
-                    "status": 405,
-                    "headers": [(b"allow", b"POST"), (b"content-type", b"text/plain")],
-                }
-            )
-            await send({"type": "http.response.body", "body": b"Method Not Allowed"})
-            return
-        await self.app(scope, receive, send)
 
 
 def transport_security(host: str, port: int, extra_hosts: Sequence[str] = ()) -> TransportSecuritySettings:
@@ -248,8 +296,11 @@ def transport_security(host: str, port: int, extra_hosts: Sequence[str] = ()) ->
     return TransportSecuritySettings(enable_dns_rebinding_protection=True, allowed_hosts=hosts, allowed_origins=origins)
 
 
-def http_app(server: MeshServer, host: str, port: int, extra_hosts: Sequence[str] = ()) -> PostOnly:
-    """The hardened ASGI app: stateless JSON at /mcp, POST only, Host/Origin checked, bodies capped."""
+def http_app(
+    server: MeshServer, host: str, port: int, extra_hosts: Sequence[str] = (), *, token: str | None = None
+) -> ASGIApp:
+    """The hardened ASGI app: stateless JSON at /mcp, POST only, Host/Origin checked, bodies capped,
+    JSON-RPC ids checked and, with a token, a bearer token on every request."""
     app = server.streamable_http_app(
         streamable_http_path="/mcp",
         json_response=True,
@@ -257,29 +308,50 @@ def http_app(server: MeshServer, host: str, port: int, extra_hosts: Sequence[str
         transport_security=transport_security(host, port, extra_hosts),
         max_request_body_size=MAX_BODY_BYTES,
     )
-    return PostOnly(app)
+    return guarded(app, max_body=MAX_BODY_BYTES, token=token)
 
 
-def _serve_http(server: MeshServer, host: str, port: int, extra_hosts: Sequence[str]) -> None:
+class BindError(ExposureError):
+    """The HTTP address could not be bound (in use, not this machine's, not permitted)."""
+
+
+def _bind(host: str, port: int) -> socket.socket:
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     # IPPROTO_TCP said outright: asyncio sets TCP_NODELAY only on sockets whose proto says TCP, and
     # without it every small JSON response waits ~40 ms on Nagle and delayed ACKs.
     sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind((host, port))
-    sock.listen(128)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+        sock.listen(128)
+    except OSError as exc:
+        sock.close()
+        raise BindError(
+            "--host/--port", f"{host} port {port}: {exc.strerror or exc}", "an address and free port of this machine"
+        ) from None
     sock.set_inheritable(True)
-    bound = sock.getsockname()[1]
+    return sock
+
+
+def _serve_http(server: MeshServer, sock: socket.socket, args: argparse.Namespace, token: str | None) -> None:
+    host, bound = args.host, sock.getsockname()[1]
     config = uvicorn.Config(
-        http_app(server, host, bound, extra_hosts),
+        http_app(server, host, bound, args.allow_host, token=token),
+        # Our protocol, not uvicorn's choice: a whole-request read deadline and a connection cap per
+        # client, in place of limit_concurrency (which counted half-sent requests and 503'd everyone).
+        http=guarded_protocol(ConnectionLimits(read_timeout=args.read_timeout)),
+        ws="none",
+        log_config=None,  # uvicorn's records go to our one-line handler
         log_level="warning",
         access_log=False,
         timeout_keep_alive=5,
-        limit_concurrency=64,
         lifespan="on",
     )
     shown = f"[{host}]" if ":" in host else host
-    _say(f"listening on http://{shown}:{bound}/mcp (POST only, one JSON body per request, stateless)")
+    guard = "bearer token required" if token is not None else "no token (loopback)"
+    _say(f"listening on http://{shown}:{bound}/mcp (POST only, one JSON body per request, stateless, {guard})")
+    if args.remote:
+        _say(f"warning: {host} is beyond loopback; whoever can reach it and holds the token can call every tool")
     uvicorn.Server(config).run(sockets=[sock])
 
 
@@ -301,17 +373,17 @@ def _restore_stdout(wire: int) -> None:
 
 
 def _serve_stdio(server: MeshServer, wire: int) -> None:
-    # Put the wire back on fd 1 for the SDK, which diverts fd 1 to stderr while it serves and restores
-    # it after. sys.stdout writes through (no buffer), so nothing a tool prints can reach the wire late.
+    # fd 1 keeps pointing at stderr while we serve, so nothing a tool prints can reach the wire;
+    # the protocol goes to ``wire`` (the real stdout) and comes from fd 0's private duplicate.
     sys.stdout.flush()  # whatever loading printed goes to stderr, where fd 1 still points
-    os.dup2(wire, 1)
-    os.close(wire)
-    previous = sys.stdout
-    sys.stdout = io.TextIOWrapper(io.FileIO(1, "w", closefd=False), encoding="utf-8", write_through=True)
+    out = io.TextIOWrapper(io.FileIO(wire, "w", closefd=False), encoding="utf-8")
     try:
-        server.run("stdio")
+        with claim_stdin() as stdin:
+            anyio.run(server.serve_stdio, stdin, Wire(out))
     finally:
-        sys.stdout = previous
+        sys.stdout.flush()
+        os.dup2(wire, 1)
+        os.close(wire)
 
 
 # -- the command -----------------------------------------------------------------------------------------
@@ -327,79 +399,11 @@ def _say(message: str) -> None:
     _line(f"{PROG}: {message}")
 
 
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog=PROG, description="Serve a ContextMesh graph over MCP (stdio, or HTTP on a loopback port)."
-    )
-    which = parser.add_mutually_exclusive_group(required=True)
-    which.add_argument("--demo", action="store_true", help="build the bundled demo graph for this process (ephemeral)")
-    which.add_argument("--session", type=Path, metavar="DIR", help="serve a saved session directory")
-    parser.add_argument("--save", type=Path, metavar="DIR", help="with --demo: write the demo as a session and exit")
-    parser.add_argument("--rounds", type=int, metavar="N", help="with --demo: walk rounds to run (default 8)")
-    parser.add_argument(
-        "--feed",
-        type=Path,
-        metavar="FILE",
-        help="the demo's advisory feed (with --demo --save; launchers bind their registry's auditor to it)",
-    )
-    parser.add_argument(
-        "--checkpoint", choices=POLICIES, help="with --session: when asks are committed (default every-ask)"
-    )
-    parser.add_argument("--transport", choices=("stdio", "http"), default="stdio")
-    parser.add_argument("--host", default="127.0.0.1", help="HTTP: the address to bind (default 127.0.0.1)")
-    parser.add_argument(
-        "--port", type=int, default=DEFAULT_PORT, help=f"HTTP: the port (default {DEFAULT_PORT}; 0 = any)"
-    )
-    parser.add_argument(
-        "--allow-host",
-        action="append",
-        default=[],
-        metavar="HOST:PORT",
-        help="HTTP: another Host header to accept (e.g. a published port); loopback at --port always is",
-    )
-    return parser
-
-
-def _check(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
-    if args.session is not None:
-        for flag, value in (("--save", args.save), ("--rounds", args.rounds)):
-            if value is not None:
-                parser.error(f"{flag} works with --demo only")
-    if args.demo:
-        if args.checkpoint is not None:
-            parser.error("--checkpoint works with --session only: a --demo graph is never written back")
-        if args.feed is not None and args.save is None:
-            parser.error("--feed works with --demo --save (the ephemeral --demo graph holds no plan)")
-        if args.rounds is not None and args.rounds < 0:
-            parser.error("--rounds is a whole number from 0")
-    if not 0 <= args.port <= 65535:
-        parser.error("--port is 0..65535")
-
-
-def open_served(
-    args: argparse.Namespace, *, registry: TaskRegistry | None = None, dispatcher: Dispatcher | None = None
-) -> ServedSession:
-    """The served session the arguments name (``--demo`` or ``--session``)."""
-    if args.demo:
-        from contextmesh.demo.knowledge import build_world  # noqa: PLC0415 - only --demo pays for the build
-
-        rounds = 8 if args.rounds is None else args.rounds
-        world = build_world(rounds)
-        session = Session(world.graph, world.result.resolver, rounds=world.rounds, corpus="contextmesh.demo")
-        session.walker.walks = list(world.walker.walks)
-        return ServedSession(session, ephemeral=True, source=f"the bundled demo corpus ({rounds} walk rounds)")
-    directory: Path = args.session
-    try:
-        session = Session.load(directory, registry=registry, policy=args.checkpoint or "every-ask")
-    except ContextMeshError as exc:
-        if registry is None and "execution plan" in str(exc):
-            raise ContextMeshError(
-                f"{directory} holds an execution plan, whose keys only the deployment's registry gives meaning; "
-                "serve it through a launcher that supplies it (deployments/serve_mcp.py), never a bare "
-                f"{PROG}"
-            ) from None
-        raise
-    return ServedSession(session, ephemeral=False, source=str(directory), dispatcher=dispatcher)
+def _http_listener(args: argparse.Namespace) -> tuple[socket.socket, str | None]:
+    """The bound socket and the bearer token (if any), once the exposure rule allows the address."""
+    token = load_token(args.token_file)
+    args.remote = check_exposure(args.host, allow_remote=args.allow_remote, token=token)
+    return _bind(args.host, args.port), token
 
 
 def main(
@@ -409,10 +413,10 @@ def main(
     dispatcher: Dispatcher | None = None,
 ) -> int:
     """``contextmesh-mcp``. Returns the exit code: 0 after a clean stop, 2 for usage or a session that cannot load."""
-    parser = _parser()
+    arguments = parser()
     try:
-        args = parser.parse_args(argv)
-        _check(parser, args)
+        args = arguments.parse_args(argv)
+        check(arguments, args)
     except SystemExit as exc:
         return exc.code if isinstance(exc.code, int) else 2
     if args.save is not None:
@@ -425,14 +429,24 @@ def main(
             return 2
         _say(f"wrote {args.save} (generation {saved.generation}, plan round 1 executed)")
         return 0
+    sock, token = None, None
+    if args.transport == "http":
+        try:
+            sock, token = _http_listener(args)
+        except ContextMeshError as exc:
+            _say(str(exc))
+            return 2
     wire = _quiet_stdout() if args.transport == "stdio" else None
     try:
         served = open_served(args, registry=registry, dispatcher=dispatcher)
     except ContextMeshError as exc:
         if wire is not None:
             _restore_stdout(wire)
+        if sock is not None:
+            sock.close()
         _say(str(exc))
         return 2
+    log_lines.install(PROG)
     server = build_server(served)
     _line(served.banner())
     previous = signal.signal(signal.SIGTERM, signal.default_int_handler)
@@ -441,7 +455,8 @@ def main(
         if wire is not None:
             _serve_stdio(server, wire)
         else:
-            _serve_http(server, args.host, args.port, args.allow_host)
+            assert sock is not None
+            _serve_http(server, sock, args, token)
     except KeyboardInterrupt:
         interrupted = True
     finally:

@@ -44,6 +44,7 @@ from contextmesh.mcp.models import (
     ProvenanceOut,
     ReconstructionResult,
 )
+from contextmesh.mcp.quoting import quote
 from contextmesh.model import AssumptionRecord, EdgeRecord
 from contextmesh.ontology import EdgeType
 from contextmesh.reconstruct import reconstruct_decision
@@ -66,6 +67,7 @@ __all__ = [
 ]
 
 _SUGGEST_SCAN_LIMIT = 20_000
+_SUGGEST_ID_LIMIT = 300  # the longest id the tools' schemas accept
 
 
 class MeshToolError(ContextMeshError):
@@ -131,7 +133,8 @@ def _edge_out(graph: ContextGraph, edge: EdgeRecord) -> EdgeOut:
 
 
 def _suggest(wanted: str, ids: list[str]) -> str:
-    if len(ids) > _SUGGEST_SCAN_LIMIT:
+    # difflib's cost grows with both lengths: a resource URI can carry an id of any length.
+    if len(ids) > _SUGGEST_SCAN_LIMIT or len(wanted) > _SUGGEST_ID_LIMIT:
         return ""
     near = get_close_matches(wanted, ids, n=3, cutoff=0.6)
     return f"; ids that look close: {', '.join(near)}" if near else ""
@@ -143,7 +146,7 @@ def node_view(graph: ContextGraph, node_id: str) -> NodeResult:
     if node is None:
         prefix = node_id.partition(":")[0] + ":"
         same_kind = [i for i in graph.nodes if i.startswith(prefix)]
-        raise MeshToolError(f"no node '{node_id}' in the graph{_suggest(node_id, same_kind)}")
+        raise MeshToolError(f"no node {quote(node_id)} in the graph{_suggest(node_id, same_kind)}")
     provenance = None
     if node.provenance is not None:
         provenance = ProvenanceOut.model_validate(node.provenance.model_dump(mode="json"))
@@ -173,7 +176,7 @@ def _assumption(graph: ContextGraph, assumption_id: str) -> AssumptionRecord:
         known = list(graph.assumptions)
         example = ", ".join(known[:5]) or "none"
         raise MeshToolError(
-            f"no assumption '{assumption_id}'; the graph has {len(known)} (e.g. {example})"
+            f"no assumption {quote(assumption_id)}; the graph has {len(known)} (e.g. {example})"
             f"{_suggest(assumption_id, known)}"
         )
     return record

@@ -48,6 +48,7 @@ from contextmesh.mcp.models import (
     ResumeResult,
     SubmitResult,
 )
+from contextmesh.mcp.quoting import quote
 from contextmesh.mcp.served import ServedSession
 from contextmesh.mcp.tools import MeshToolError, ToolSpec
 from contextmesh.session.commit import CommitConflictError
@@ -322,10 +323,10 @@ def mesh_repair(
     runner = _runner_of(served.session)
     current = runner.tasks.get(task)
     if current is None:
-        raise ControlledWriteError(f"no task '{task}' in plan '{runner.plan}'; it has {', '.join(runner.tasks)}")
+        raise ControlledWriteError(f"no task {quote(task)} in plan '{runner.plan}'; it has {', '.join(runner.tasks)}")
     if current.state not in {TaskState.STALE, TaskState.FAILED}:
         raise ControlledWriteError(
-            f"task '{task}' is {current.state.value}, not stale or failed; controlled repair does not replace "
+            f"task {quote(task)} is {current.state.value}, not stale or failed; controlled repair does not replace "
             "healthy or unstarted work"
         )
     registry = served.session.registry

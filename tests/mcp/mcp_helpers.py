@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -83,10 +84,12 @@ def telemetry(session: Session) -> tuple[int, int]:
 class ServerProcess:
     """A ``serve_mcp.py`` subprocess; for HTTP, its URL comes from the 'listening on' line on stderr."""
 
-    def __init__(self, args: list[str], *, env: Mapping[str, str] | None = None, http: bool = True) -> None:
+    def __init__(
+        self, args: list[str], *, env: Mapping[str, str] | None = None, http: bool = True, port: int = 0
+    ) -> None:
         command = [PYTHON, str(LAUNCHER), *args]
         if http:
-            command += ["--transport", "http", "--port", "0"]
+            command += ["--transport", "http", "--port", str(port)]
         self.proc = subprocess.Popen(
             command,
             stdin=subprocess.DEVNULL,
@@ -147,6 +150,13 @@ class ServerProcess:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+def free_port() -> int:
+    """A TCP port nothing listens on right now (for a test that must name its port up front)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
 
 
 def wait_until(predicate: Any, timeout: float = 10.0) -> bool:

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 from mcp_helpers import LAUNCHER, PYTHON, QUESTIONS, ROOT, ServerProcess
 
+pytestmark = pytest.mark.integration
 INSPECTOR = ROOT / ".tools" / "inspector"
 PACKAGE = INSPECTOR / "node_modules" / "@modelcontextprotocol" / "inspector" / "package.json"
 VERSION = "2.12.0"

@@ -277,7 +277,7 @@ async def test_bad_arguments_are_tool_errors_and_change_nothing(
 ) -> None:
     before, on_disk = state_bytes(served.session), dir_bytes(session_dir)
     async with Client(build_server(served), mode=mode) as client:
-        assert "Unknown tool" in await refusal(client, "mesh_teleport", {})
+        assert "unknown tool 'mesh_teleport'; the tools are mesh_ask" in await refusal(client, "mesh_teleport", {})
         assert "valid string" in await refusal(client, "mesh_get_node", {"node_id": 42})
         assert "valid integer" in await refusal(
             client, "mesh_reconstruct_decision", {"decision_id": "decision:x", "depth": "deep"}

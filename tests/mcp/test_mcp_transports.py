@@ -22,7 +22,7 @@ from contextmesh.ids import slug
 from contextmesh.mcp.server import main
 from contextmesh.session.session import Session
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.integration]
 BCRYPT = DEFAULT_KEYS["bcrypt"]
 
 

@@ -1,0 +1,124 @@
+"""The ``contextmesh-mcp`` command line: its arguments, their usage rules, and the session they name.
+
+:mod:`contextmesh.mcp.server` runs the command (``main``); this module holds what needs no MCP SDK.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+from pathlib import Path
+
+from contextmesh.errors import ContextMeshError
+from contextmesh.execution.registry import TaskRegistry
+from contextmesh.mcp.connections import ConnectionLimits
+from contextmesh.mcp.dispatch import Dispatcher
+from contextmesh.mcp.exposure import TOKEN_ENV
+from contextmesh.mcp.served import ServedSession
+from contextmesh.session.session import POLICIES, Session
+
+__all__ = ["DEFAULT_PORT", "PROG", "check", "open_served", "parser"]
+
+PROG = "contextmesh-mcp"
+DEFAULT_PORT = 8765
+
+
+def parser() -> argparse.ArgumentParser:
+    """The arguments of ``contextmesh-mcp``."""
+    built = argparse.ArgumentParser(
+        prog=PROG, description="Serve a ContextMesh graph over MCP (stdio, or HTTP: loopback unless --allow-remote)."
+    )
+    which = built.add_mutually_exclusive_group(required=True)
+    which.add_argument("--demo", action="store_true", help="build the bundled demo graph for this process (ephemeral)")
+    which.add_argument("--session", type=Path, metavar="DIR", help="serve a saved session directory")
+    built.add_argument("--save", type=Path, metavar="DIR", help="with --demo: write the demo as a session and exit")
+    built.add_argument("--rounds", type=int, metavar="N", help="with --demo: walk rounds to run (default 8)")
+    built.add_argument(
+        "--feed",
+        type=Path,
+        metavar="FILE",
+        help="the demo's advisory feed (with --demo --save; launchers bind their registry's auditor to it)",
+    )
+    built.add_argument(
+        "--checkpoint", choices=POLICIES, help="with --session: when asks are committed (default every-ask)"
+    )
+    built.add_argument("--transport", choices=("stdio", "http"), default="stdio")
+    built.add_argument("--host", default="127.0.0.1", help="HTTP: the address to bind (default 127.0.0.1)")
+    built.add_argument(
+        "--port", type=int, default=DEFAULT_PORT, help=f"HTTP: the port (default {DEFAULT_PORT}; 0 = any)"
+    )
+    built.add_argument(
+        "--allow-host",
+        action="append",
+        default=[],
+        metavar="HOST:PORT",
+        help="HTTP: another Host header to accept (e.g. a published port); loopback at --port always is",
+    )
+    built.add_argument(
+        "--allow-remote",
+        action="store_true",
+        help="HTTP: allow a --host beyond loopback (0.0.0.0, a LAN address); needs a bearer token",
+    )
+    built.add_argument(
+        "--token-file",
+        type=Path,
+        metavar="FILE",
+        help=f"HTTP: the bearer token every request must carry (default: ${TOKEN_ENV}, if set)",
+    )
+    built.add_argument(
+        "--read-timeout",
+        type=float,
+        default=ConnectionLimits().read_timeout,
+        metavar="SECONDS",
+        help="HTTP: how long a client has to send each whole request before it is cut off (default 10)",
+    )
+    return built
+
+
+def check(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """Usage errors argparse cannot see (``parser.error`` exits 2 with one line)."""
+    if args.session is not None:
+        for flag, value in (("--save", args.save), ("--rounds", args.rounds)):
+            if value is not None:
+                parser.error(f"{flag} works with --demo only")
+    if args.demo:
+        if args.checkpoint is not None:
+            parser.error("--checkpoint works with --session only: a --demo graph is never written back")
+        if args.feed is not None and args.save is None:
+            parser.error("--feed works with --demo --save (the ephemeral --demo graph holds no plan)")
+        if args.rounds is not None and args.rounds < 0:
+            parser.error("--rounds is a whole number from 0")
+    if not 0 <= args.port <= 65535:
+        parser.error("--port is 0..65535")
+    if not (math.isfinite(args.read_timeout) and 0 < args.read_timeout <= 3600):
+        parser.error(f"--read-timeout {args.read_timeout:g}: a number of seconds above 0, at most 3600")
+    if args.transport != "http":
+        for flag, given in (("--allow-remote", args.allow_remote), ("--token-file", args.token_file is not None)):
+            if given:
+                parser.error(f"{flag} works with --transport http only")
+
+
+def open_served(
+    args: argparse.Namespace, *, registry: TaskRegistry | None = None, dispatcher: Dispatcher | None = None
+) -> ServedSession:
+    """The served session the arguments name (``--demo`` or ``--session``)."""
+    if args.demo:
+        from contextmesh.demo.knowledge import build_world  # noqa: PLC0415 - only --demo pays for the build
+
+        rounds = 8 if args.rounds is None else args.rounds
+        world = build_world(rounds)
+        session = Session(world.graph, world.result.resolver, rounds=world.rounds, corpus="contextmesh.demo")
+        session.walker.walks = list(world.walker.walks)
+        return ServedSession(session, ephemeral=True, source=f"the bundled demo corpus ({rounds} walk rounds)")
+    directory: Path = args.session
+    try:
+        session = Session.load(directory, registry=registry, policy=args.checkpoint or "every-ask")
+    except ContextMeshError as exc:
+        if registry is None and "execution plan" in str(exc):
+            raise ContextMeshError(
+                f"{directory} holds an execution plan, whose keys only the deployment's registry gives meaning; "
+                "serve it through a launcher that supplies it (deployments/serve_mcp.py), never a bare "
+                f"{PROG}"
+            ) from None
+        raise
+    return ServedSession(session, ephemeral=False, source=str(directory), dispatcher=dispatcher)
