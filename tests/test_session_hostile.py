@@ -14,7 +14,8 @@ session saved as generation 1, one thing broken, the refusal it must get):
   past orjson's own 1,024 and far beyond. Each is refused at ``<file>:$``, never with a
   ``RecursionError``, and a graph at exactly the limit loads and commits back.
 
-Then the served-record readers, and ``session verify`` end to end.
+Then the writer lock (``session.lock`` as a hard link to a file elsewhere must leave that file
+byte-for-byte untouched), the served-record readers, and ``session verify`` end to end.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ import pytest
 from session_helpers import (
     build_demo_template,
     clone,
+    listing,
     manifest_doc,
     reseal,
     run_python,
@@ -43,9 +45,9 @@ from session_helpers import (
 from contextmesh import canonical
 from contextmesh.canonical import MAX_SAFE_INTEGER, file_bytes, loads
 from contextmesh.demo.session import demo_registry
-from contextmesh.errors import ContextMeshError
+from contextmesh.errors import ContextMeshError, SessionError
 from contextmesh.execution import snapshot
-from contextmesh.session.layout import COMPANIONS, manifest_name
+from contextmesh.session.layout import COMPANIONS, LOCK_NAME, manifest_name
 from contextmesh.session.load import SessionFileError, load_directory
 from contextmesh.session.session import Session
 
@@ -396,3 +398,55 @@ def test_a_served_record_that_is_a_fifo_is_refused_without_blocking(tmp_path: Pa
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith(f"ServedError {record}: not a readable served record"), done.stdout
     assert "a fifo, not a regular file" in done.stdout
+
+
+# -- the writer lock --------------------------------------------------------------------------------
+
+VICTIM = b"a file outside the session that must survive every commit\n" * 3
+
+
+def opened(template: tuple[Path, Path], tmp_path: Path) -> Session:
+    source, feed = template
+    session = Session.load(clone(source, tmp_path / "session"), registry=demo_registry(feed), policy="never")
+    next(iter(session.graph.nodes.values())).walks += 1  # something to commit
+    return session
+
+
+def test_a_hard_linked_lock_is_refused_and_the_file_it_links_to_is_untouched(
+    template: tuple[Path, Path], tmp_path: Path
+) -> None:
+    session = opened(template, tmp_path)
+    assert session.directory is not None
+    victim = tmp_path / "precious.txt"
+    victim.write_bytes(VICTIM)
+    lock = session.directory / LOCK_NAME
+    lock.unlink()
+    os.link(victim, lock)
+    before = listing(session.directory)
+    with pytest.raises(SessionError, match="has 2 links"):
+        session.commit()
+    assert victim.read_bytes() == VICTIM
+    assert victim.stat().st_nlink == 2  # refused, not unlinked or replaced
+    assert listing(session.directory) == before
+    assert load_directory(session.directory, registry=session.registry).manifest.generation == 1
+
+
+def test_a_lock_holding_something_a_writer_did_not_write_is_refused_not_truncated(
+    template: tuple[Path, Path], tmp_path: Path
+) -> None:
+    session = opened(template, tmp_path)
+    assert session.directory is not None
+    lock = session.directory / LOCK_NAME
+    lock.write_bytes(VICTIM)
+    with pytest.raises(SessionError, match="did not write"):
+        session.commit()
+    assert lock.read_bytes() == VICTIM
+
+
+def test_a_lock_left_by_a_dead_writer_is_reused(template: tuple[Path, Path], tmp_path: Path) -> None:
+    session = opened(template, tmp_path)
+    assert session.directory is not None
+    lock = session.directory / LOCK_NAME
+    lock.write_bytes(b"pid 4242 on some-host\n")  # a holder killed mid-commit leaves its line
+    assert session.commit() == 2
+    assert lock.read_bytes() == b""
