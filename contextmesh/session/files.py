@@ -9,7 +9,8 @@ name. It reads at most ``limit + 1`` bytes, so a caller that gets more than ``li
 file is too large without having read all of it: the work of a read is bounded by the caller's
 bound, not by whatever the file holds.
 
-:func:`describe_kind` names what an ``lstat`` found, for the writer's refusals ("a fifo").
+:func:`describe_kind` names what an ``lstat`` found, for the writer's refusals ("a fifo"), and
+:func:`os_cause` an ``OSError``'s cause with its errno name.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from pathlib import Path
 
 from contextmesh.errors import SessionError, SnapshotError
 
-__all__ = ["MANIFEST_MAX_BYTES", "SessionFileError", "describe_kind", "read_regular"]
+__all__ = ["MANIFEST_MAX_BYTES", "SessionFileError", "describe_kind", "os_cause", "read_regular"]
 
 # A manifest holds a fixed set of small fields (about 1.3 KB); anything near this is not one.
 MANIFEST_MAX_BYTES = 64 * 1024
@@ -31,6 +32,12 @@ _RULE = "a session file is a regular file inside the directory, not a symlink, f
 
 class SessionFileError(SnapshotError, SessionError):
     """A session directory's file breaks a rule; ``path`` names the file and the place in it."""
+
+
+def os_cause(exc: OSError) -> str:
+    """The kernel's words and the errno's name, e.g. ``No space left on device (ENOSPC)``."""
+    code = errno.errorcode.get(exc.errno or 0)
+    return f"{exc.strerror or exc}" + (f" ({code})" if code else "")
 
 
 def describe_kind(mode: int) -> str:

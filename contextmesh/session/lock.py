@@ -17,6 +17,7 @@ bound is refused with those. The kernel releases the lock however its holder die
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import os
 import re
@@ -27,7 +28,7 @@ from pathlib import Path
 from types import TracebackType
 
 from contextmesh.errors import SessionError
-from contextmesh.session.files import describe_kind
+from contextmesh.session.files import describe_kind, os_cause
 from contextmesh.session.layout import LOCK_NAME
 
 __all__ = ["SessionLockedError", "WriterLock", "create_lock_file"]
@@ -83,7 +84,7 @@ class WriterLock:
             fd = self._open()
         except OSError as exc:
             raise SessionError(
-                f"cannot open the writer lock {self.path}: {exc.strerror} (a symlink under that name is refused)"
+                f"cannot open the writer lock {self.path}: {os_cause(exc)} (a symlink under that name is refused)"
             ) from None
         try:
             self._check(fd)
@@ -94,11 +95,14 @@ class WriterLock:
                     f"{self.path} holds {len(held)} bytes that are not a writer's 'pid N on HOST' line; "
                     "refusing to overwrite a file ContextMesh did not write (remove it if it is yours)"
                 )
-            os.ftruncate(fd, 0)
-            os.pwrite(fd, f"pid {os.getpid()} on {socket.gethostname()}\n".encode(), 0)
+            # The holder line only informs a contender; on a full disk the commit itself then
+            # fails, naming the file it could not write, so do not fail here first.
+            with contextlib.suppress(OSError):
+                os.ftruncate(fd, 0)
+                os.pwrite(fd, f"pid {os.getpid()} on {socket.gethostname()}\n".encode(), 0)
         except OSError as exc:
             os.close(fd)
-            raise SessionError(f"cannot take the writer lock {self.path}: {exc.strerror}") from None
+            raise SessionError(f"cannot take the writer lock {self.path}: {os_cause(exc)}") from None
         except BaseException:
             os.close(fd)
             raise
