@@ -92,7 +92,7 @@ def latest_generation(directory: Path) -> int:
     try:
         names = os.listdir(directory)
     except OSError as exc:
-        raise SessionError(f"cannot list the session directory {directory}: {exc.strerror}") from None
+        raise SessionError(f"cannot list the session directory {directory}: {os_cause(exc)}") from None
     for name in names:
         match = MANIFEST.match(name)
         if match is None:

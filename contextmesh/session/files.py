@@ -74,7 +74,7 @@ def read_regular(directory: Path, name: str, *, limit: int) -> bytes:
             raise SessionFileError(name, "a symlink, not a regular file", _RULE) from None
         if exc.errno == errno.ENXIO:  # a socket (or a fifo's peer) cannot be opened for reading
             raise SessionFileError(name, "a socket or device, not a regular file", _RULE) from None
-        raise SessionFileError(name, f"unreadable ({exc.strerror})", _RULE) from None
+        raise SessionFileError(name, f"unreadable: {os_cause(exc)}", _RULE) from None
     try:
         mode = os.fstat(fd).st_mode
         if not stat.S_ISREG(mode):
@@ -88,6 +88,6 @@ def read_regular(directory: Path, name: str, *, limit: int) -> bytes:
             left -= len(chunk)
         return b"".join(chunks)
     except OSError as exc:
-        raise SessionFileError(name, f"unreadable ({exc.strerror})", _RULE) from None
+        raise SessionFileError(name, f"unreadable: {os_cause(exc)}", _RULE) from None
     finally:
         os.close(fd)

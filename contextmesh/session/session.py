@@ -37,6 +37,7 @@ from contextmesh.formats.resolver_file import dump_resolver
 from contextmesh.graph import ContextGraph
 from contextmesh.resolve import Resolver
 from contextmesh.session.commit import CommitConflictError, commit_generation, latest_generation
+from contextmesh.session.files import os_cause
 from contextmesh.session.layout import Companion, Manifest
 from contextmesh.session.load import load_directory
 from contextmesh.session.lock import SessionLockedError, create_lock_file
@@ -113,7 +114,7 @@ class Session:
             raise not_empty from None
         except OSError as exc:
             _take_back(None, made)
-            raise SessionError(f"cannot create a session in {directory}: {exc.strerror}") from None
+            raise SessionError(f"cannot create a session in {directory}: {os_cause(exc)}") from None
         session.directory = directory
         session.generation = 0
         try:
@@ -357,7 +358,7 @@ def _make_directories(directory: Path) -> list[Path]:
             raise SessionError(f"{directory} is not a directory; a new session needs an empty directory")
     except OSError as exc:
         _take_back(None, made)
-        raise SessionError(f"cannot create the session directory {directory}: {exc.strerror}") from None
+        raise SessionError(f"cannot create the session directory {directory}: {os_cause(exc)}") from None
     except SessionError:
         _take_back(None, made)
         raise
