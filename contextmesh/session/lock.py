@@ -18,6 +18,7 @@ bound is refused with those. The kernel releases the lock however its holder die
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import os
 import re
@@ -83,9 +84,8 @@ class WriterLock:
         try:
             fd = self._open()
         except OSError as exc:
-            raise SessionError(
-                f"cannot open the writer lock {self.path}: {os_cause(exc)} (a symlink under that name is refused)"
-            ) from None
+            why = "a symlink under that name is refused, never followed" if exc.errno == errno.ELOOP else os_cause(exc)
+            raise SessionError(f"cannot open the writer lock {self.path}: {why}") from None
         try:
             self._check(fd)
             self._acquire(fd)
