@@ -201,45 +201,9 @@ def _restore_task(
         )
     decision_id = _text(item["decision_id"], f"{path}.decision_id", nullable=True)
     if decision_id is not None:
-        node = graph.nodes.get(decision_id)
-        if node is None or node.type != "decision":
-            raise SnapshotError(f"{path}.decision_id", repr(decision_id), "a task's decision is a decision node")
-        # The decision records the attempt that minted it, so the namespace check costs one slug,
-        # not one per attempt: a loop up to ``attempt`` let one number in the file cost gigabytes.
-        minted_at = node.attrs.get("attempt")
-        if (
-            type(minted_at) is not int
-            or not 1 <= minted_at <= attempt
-            or slug(f"{plan}|{name}|v{minted_at}", "decision") != decision_id
-        ):
-            raise SnapshotError(
-                f"{path}.decision_id",
-                repr(decision_id),
-                f"a task's decision id lies in plan '{plan}''s namespace "
-                f"for task '{name}' at an attempt up to {attempt}, the one its attrs.attempt records",
-            )
+        _check_decision(decision_id, f"{path}.decision_id", graph, plan, name, attempt)
     if state is TaskState.DONE:
-        if decision_id is None or not graph.is_live(decision_id):
-            raise SnapshotError(f"{path}.state", "'done' without a live decision", "a done task's decision stands")
-        if item["output"] is None:
-            raise SnapshotError(f"{path}.output", "null on a done task", "a done task keeps its output")
-        decision = graph.node(decision_id)
-        if decision.attrs.get("worker_key") != worker_key:
-            raise SnapshotError(
-                f"{path}.worker_key",
-                repr(worker_key),
-                f"a done task's key is the one its decision records ({decision.attrs.get('worker_key')!r})",
-            )
-        try:
-            recorded = digest(item["output"])
-        except ContextMeshError as exc:
-            raise SnapshotError(f"{path}.output", exc.args[0] if exc.args else "unusable", "plain JSON data") from None
-        if decision.attrs.get("output_digest") != recorded:
-            raise SnapshotError(
-                f"{path}.output",
-                "an output its decision did not record",
-                "a done task's output hashes to its decision's output_digest",
-            )
+        _check_done(item, path, graph, decision_id, worker_key)
     if state is TaskState.PENDING and decision_id is not None:
         raise SnapshotError(f"{path}.decision_id", repr(decision_id), "a pending task has not made a decision yet")
     error = _text(item["error"], f"{path}.error", nullable=True, empty=True)
@@ -258,3 +222,49 @@ def _restore_task(
         item["output"],
         error,
     )
+
+
+def _check_decision(decision_id: str, path: str, graph: ContextGraph, plan: str, name: str, attempt: int) -> None:
+    """E24: a decision node of this plan and task, minted at the attempt it records (at most ``attempt``)."""
+    node = graph.nodes.get(decision_id)
+    if node is None or node.type != "decision":
+        raise SnapshotError(path, repr(decision_id), "a task's decision is a decision node")
+    # The decision records the attempt that minted it, so the namespace check costs one slug, not
+    # one per attempt: a loop up to ``attempt`` let one number in the file cost gigabytes.
+    minted_at = node.attrs.get("attempt")
+    if (
+        type(minted_at) is not int
+        or not 1 <= minted_at <= attempt
+        or slug(f"{plan}|{name}|v{minted_at}", "decision") != decision_id
+    ):
+        raise SnapshotError(
+            path,
+            repr(decision_id),
+            f"a task's decision id lies in plan '{plan}''s namespace "
+            f"for task '{name}' at an attempt up to {attempt}, the one its attrs.attempt records",
+        )
+
+
+def _check_done(item: dict[str, Any], path: str, graph: ContextGraph, decision_id: str | None, worker_key: str) -> None:
+    """E25: a done task's decision stands, it keeps its output, and both are the ones the decision records."""
+    if decision_id is None or not graph.is_live(decision_id):
+        raise SnapshotError(f"{path}.state", "'done' without a live decision", "a done task's decision stands")
+    if item["output"] is None:
+        raise SnapshotError(f"{path}.output", "null on a done task", "a done task keeps its output")
+    decision = graph.node(decision_id)
+    if decision.attrs.get("worker_key") != worker_key:
+        raise SnapshotError(
+            f"{path}.worker_key",
+            repr(worker_key),
+            f"a done task's key is the one its decision records ({decision.attrs.get('worker_key')!r})",
+        )
+    try:
+        recorded = digest(item["output"])
+    except ContextMeshError as exc:
+        raise SnapshotError(f"{path}.output", exc.args[0] if exc.args else "unusable", "plain JSON data") from None
+    if decision.attrs.get("output_digest") != recorded:
+        raise SnapshotError(
+            f"{path}.output",
+            "an output its decision did not record",
+            "a done task's output hashes to its decision's output_digest",
+        )
