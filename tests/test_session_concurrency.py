@@ -261,19 +261,19 @@ def test_a_reader_that_loses_the_race_with_the_sweep_reads_again(
     the second one's sweep deletes generation 1's files. The reader starts again from generation 3."""
     registry = tiny_registry()
     writer = Session.load(tiny, registry=registry, policy="never")
-    original = load_module._read_plain
+    original = load_module.read_regular
     raced: list[str] = []
 
-    def racing_read(directory: Path, name: str) -> bytes:
+    def racing_read(directory: Path, name: str, *, limit: int) -> bytes:
         if name.startswith("graph-") and not raced:
             raced.append(name)
             for tick in range(2):
                 touch_all(writer, tick)
                 writer.commit()
             assert not (directory / name).exists()  # swept from under the reader
-        return original(directory, name)
+        return original(directory, name, limit=limit)
 
-    monkeypatch.setattr(load_module, "_read_plain", racing_read)
+    monkeypatch.setattr(load_module, "read_regular", racing_read)
     loaded = load_directory(tiny, registry=registry)
     assert raced
     assert loaded.manifest.generation == 3

@@ -287,6 +287,33 @@ def test_a_corrupt_snapshot_is_refused_with_a_path(case: str, corruptible: Check
     assert dump_graph(graph) == corruptible.graph  # a refused snapshot leaves nothing behind
 
 
+@pytest.mark.parametrize("recorded", ["one attempt later", "missing", "as text"])
+def test_a_decision_is_checked_against_the_attempt_it_records(recorded: str, corruptible: Checkpoint) -> None:
+    """One slug per task, not one per attempt: the decision's ``attrs.attempt`` names the attempt its id
+    must be minted at. A decision whose record disagrees with its own id is refused (any attempt up to
+    the task's was accepted before, by minting every one of them)."""
+    doc = loads(corruptible.plan)
+    index = next(i for i, t in enumerate(doc["tasks"]) if t["state"] == "done")
+    task = doc["tasks"][index]
+    graph = load_graph(corruptible.graph)
+    decision = graph.node(task["decision_id"])
+    minted = decision.attrs["attempt"]
+    assert task["decision_id"] == slug(f"{doc['plan']}|{task['name']}|v{minted}", "decision")
+    task["attempt"] = minted + 1  # the old check accepted the id: v{minted} lies in 1..attempt
+    attrs = dict(decision.attrs)
+    if recorded == "one attempt later":
+        attrs["attempt"] = minted + 1
+    elif recorded == "missing":
+        del attrs["attempt"]
+    else:
+        attrs["attempt"] = str(minted)
+    decision.attrs = attrs  # attrs.attempt is outside the decision's fingerprint
+    with pytest.raises(SnapshotError) as caught:
+        load_runner(file_bytes(doc), load_graph(dump_graph(graph)), demo_registry(corruptible.feed))
+    assert caught.value.path == f"tasks[{index}].decision_id", str(caught.value)
+    assert "the one its attrs.attempt records" in str(caught.value)
+
+
 def test_the_other_plans_decision_really_exists(corruptible: Checkpoint) -> None:
     doc = loads(corruptible.plan)
     _other_plans_decision(doc, corruptible)

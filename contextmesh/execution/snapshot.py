@@ -10,13 +10,17 @@ is given before building anything: references closed (needs name earlier tasks, 
 assumption and decision ids exist with the right types), a done task has a live decision and an
 output, decision ids lie in the plan's own namespace, and every key is registered — a checkpoint
 naming an unregistered key is refused with the key in the message.
+
+The work is linear in the file's size: no number in it drives a loop. ``attempt`` lies in
+0..:data:`MAX_ATTEMPT`; a task's decision is checked against the one attempt its decision node
+records (``attrs.attempt``), not against every attempt up to the task's.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from contextmesh.canonical import digest, file_bytes, loads
+from contextmesh.canonical import MAX_SAFE_INTEGER, digest, file_bytes, loads
 from contextmesh.errors import ContextMeshError, SnapshotError
 from contextmesh.execution.executor import Executor
 from contextmesh.execution.plan import Runner, Task, TaskState
@@ -26,10 +30,21 @@ from contextmesh.formats.records import check_header, exact_keys, expect_dict, e
 from contextmesh.graph import ContextGraph
 from contextmesh.ids import slug
 
-__all__ = ["EXECUTION_SCHEMA", "EXECUTION_VERSION", "dump_runner", "load_runner", "restore_runner", "snapshot_runner"]
+__all__ = [
+    "EXECUTION_SCHEMA",
+    "EXECUTION_VERSION",
+    "MAX_ATTEMPT",
+    "dump_runner",
+    "load_runner",
+    "restore_runner",
+    "snapshot_runner",
+]
 
 EXECUTION_SCHEMA = "contextmesh.execution"
 EXECUTION_VERSION = 2
+# A run adds one to a task's attempt and writes it (snapshot and decision attrs), so the largest
+# attempt a file may hold is one below the largest integer a file can hold.
+MAX_ATTEMPT = MAX_SAFE_INTEGER - 1
 _TASK_FIELDS = (
     "name",
     "worker_key",
@@ -178,45 +193,17 @@ def _restore_task(
         raise SnapshotError(f"{path}.state", repr(state_text), "a stored state is pending, done, stale or failed")
     state = TaskState(state_text)
     attempt = item["attempt"]
-    if type(attempt) is not int or attempt < 0:
-        raise SnapshotError(f"{path}.attempt", repr(attempt), "an attempt is a non-negative integer")
+    if type(attempt) is not int or not 0 <= attempt <= MAX_ATTEMPT:
+        raise SnapshotError(
+            f"{path}.attempt",
+            repr(attempt),
+            f"an attempt is a non-negative integer of at most {MAX_ATTEMPT} (one more run must stay writable)",
+        )
     decision_id = _text(item["decision_id"], f"{path}.decision_id", nullable=True)
     if decision_id is not None:
-        node = graph.nodes.get(decision_id)
-        if node is None or node.type != "decision":
-            raise SnapshotError(f"{path}.decision_id", repr(decision_id), "a task's decision is a decision node")
-        minted = (
-            {slug(f"{plan}|{name}|v{n}", "decision") for n in range(1, attempt + 1)} if type(attempt) is int else set()
-        )
-        if decision_id not in minted:
-            raise SnapshotError(
-                f"{path}.decision_id",
-                repr(decision_id),
-                f"a task's decision id lies in plan '{plan}''s namespace "
-                f"for task '{name}' at an attempt up to {attempt}",
-            )
+        _check_decision(decision_id, f"{path}.decision_id", graph, plan, name, attempt)
     if state is TaskState.DONE:
-        if decision_id is None or not graph.is_live(decision_id):
-            raise SnapshotError(f"{path}.state", "'done' without a live decision", "a done task's decision stands")
-        if item["output"] is None:
-            raise SnapshotError(f"{path}.output", "null on a done task", "a done task keeps its output")
-        decision = graph.node(decision_id)
-        if decision.attrs.get("worker_key") != worker_key:
-            raise SnapshotError(
-                f"{path}.worker_key",
-                repr(worker_key),
-                f"a done task's key is the one its decision records ({decision.attrs.get('worker_key')!r})",
-            )
-        try:
-            recorded = digest(item["output"])
-        except ContextMeshError as exc:
-            raise SnapshotError(f"{path}.output", exc.args[0] if exc.args else "unusable", "plain JSON data") from None
-        if decision.attrs.get("output_digest") != recorded:
-            raise SnapshotError(
-                f"{path}.output",
-                "an output its decision did not record",
-                "a done task's output hashes to its decision's output_digest",
-            )
+        _check_done(item, path, graph, decision_id, worker_key)
     if state is TaskState.PENDING and decision_id is not None:
         raise SnapshotError(f"{path}.decision_id", repr(decision_id), "a pending task has not made a decision yet")
     error = _text(item["error"], f"{path}.error", nullable=True, empty=True)
@@ -235,3 +222,49 @@ def _restore_task(
         item["output"],
         error,
     )
+
+
+def _check_decision(decision_id: str, path: str, graph: ContextGraph, plan: str, name: str, attempt: int) -> None:
+    """E24: a decision node of this plan and task, minted at the attempt it records (at most ``attempt``)."""
+    node = graph.nodes.get(decision_id)
+    if node is None or node.type != "decision":
+        raise SnapshotError(path, repr(decision_id), "a task's decision is a decision node")
+    # The decision records the attempt that minted it, so the namespace check costs one slug, not
+    # one per attempt: a loop up to ``attempt`` let one number in the file cost gigabytes.
+    minted_at = node.attrs.get("attempt")
+    if (
+        type(minted_at) is not int
+        or not 1 <= minted_at <= attempt
+        or slug(f"{plan}|{name}|v{minted_at}", "decision") != decision_id
+    ):
+        raise SnapshotError(
+            path,
+            repr(decision_id),
+            f"a task's decision id lies in plan '{plan}''s namespace "
+            f"for task '{name}' at an attempt up to {attempt}, the one its attrs.attempt records",
+        )
+
+
+def _check_done(item: dict[str, Any], path: str, graph: ContextGraph, decision_id: str | None, worker_key: str) -> None:
+    """E25: a done task's decision stands, it keeps its output, and both are the ones the decision records."""
+    if decision_id is None or not graph.is_live(decision_id):
+        raise SnapshotError(f"{path}.state", "'done' without a live decision", "a done task's decision stands")
+    if item["output"] is None:
+        raise SnapshotError(f"{path}.output", "null on a done task", "a done task keeps its output")
+    decision = graph.node(decision_id)
+    if decision.attrs.get("worker_key") != worker_key:
+        raise SnapshotError(
+            f"{path}.worker_key",
+            repr(worker_key),
+            f"a done task's key is the one its decision records ({decision.attrs.get('worker_key')!r})",
+        )
+    try:
+        recorded = digest(item["output"])
+    except ContextMeshError as exc:
+        raise SnapshotError(f"{path}.output", exc.args[0] if exc.args else "unusable", "plain JSON data") from None
+    if decision.attrs.get("output_digest") != recorded:
+        raise SnapshotError(
+            f"{path}.output",
+            "an output its decision did not record",
+            "a done task's output hashes to its decision's output_digest",
+        )

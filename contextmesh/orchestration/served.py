@@ -23,6 +23,7 @@ from contextmesh.canonical import file_bytes, loads
 from contextmesh.errors import ContextMeshError, ExecutionError, InputError
 from contextmesh.orchestration.server import contextmesh_home, process_alive
 from contextmesh.session.commit import latest_generation
+from contextmesh.session.files import MANIFEST_MAX_BYTES, read_regular
 from contextmesh.session.layout import manifest_name, parse_manifest
 from contextmesh.session.load import SessionFileError
 
@@ -43,6 +44,7 @@ _FIELDS = {
 _TRIGGERS = ("run-deployment", "automation")
 T = TypeVar("T")
 _SESSION_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
+_RECORD_MAX_BYTES = 64 * 1024  # a record is a few hundred bytes
 
 
 class ServedError(ExecutionError):
@@ -115,7 +117,7 @@ def forget(session_id: str, home: Path | None = None, *, pid: int | None = None)
 def parse(path: Path) -> ServedRecord:
     """Read a record file, refusing anything but exactly the fields ``serve.py`` writes."""
     try:
-        data = loads(path.read_bytes())
+        data = loads(read_regular(path.parent, path.name, limit=_RECORD_MAX_BYTES))  # a fifo here must not block
     except (OSError, ValueError, ContextMeshError) as exc:
         raise ServedError(f"{path}: not a readable served record ({exc})") from None
     if not isinstance(data, dict):
@@ -143,6 +145,8 @@ def _in_file(name: str, read: Callable[[], T]) -> T:
     """``read()``, with a problem reported in the file it was found in, as the full load reports it."""
     try:
         return read()
+    except SessionFileError:
+        raise  # read_regular's refusal already names the file
     except InputError as exc:
         raise SessionFileError(f"{name}:{exc.path}", exc.found, exc.rule) from None
     except OSError as exc:
@@ -161,12 +165,18 @@ def peek(session_dir: str) -> tuple[str, str, int]:
     generation = latest_generation(directory)
     if generation == 0:
         raise ExecutionError(f"{directory} holds no session manifest (session-NNNNNN.json)")
+    # Read like the full load reads: never blocking on a fifo, never following a link, bounded.
     name = manifest_name(generation)
-    manifest = _in_file(name, lambda: parse_manifest(loads((directory / name).read_bytes()), generation))
+    manifest = _in_file(
+        name, lambda: parse_manifest(loads(read_regular(directory, name, limit=MANIFEST_MAX_BYTES)), generation)
+    )
     if manifest.execution is None:
         raise ExecutionError(f"{directory} holds no execution plan")
-    execution_name = manifest.execution.name
-    execution = _in_file(execution_name, lambda: loads((directory / execution_name).read_bytes()))
+    execution_name, size = manifest.execution.name, manifest.execution.bytes
+    data = read_regular(directory, execution_name, limit=size)
+    if len(data) != size:  # one byte past the recorded size is enough to know, so a huge file is not read
+        raise SessionFileError(execution_name, "a size other than its manifest records", f"{size} bytes")
+    execution = _in_file(execution_name, lambda: loads(data))
     if not isinstance(execution, dict) or not isinstance(execution.get("plan"), str):
         raise ExecutionError(f"{directory / manifest.execution.name}: the execution file names no plan")
     round_ = execution.get("round")

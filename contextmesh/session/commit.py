@@ -11,6 +11,16 @@ previous generation serving; after it, the new one.
 
 If the directory moved on, the commit fails with :class:`CommitConflictError` naming both generations.
 
+A commit that cannot complete never escapes as a bare ``OSError``. Before anything is written it
+refuses, with a :class:`SessionError` saying which name is blocked, when a fifo, a directory, a socket
+or a device sits under a name it must write (the next manifest's or a companion's) and when the next
+generation would need a seventh digit. A failure while writing (a read-only directory, a full disk)
+is a :class:`SessionError` naming the file and the cause, raised after the commit took back everything
+it had put in the directory (temps and the companions it placed, none of which a published manifest
+names): the directory is as it was and the previous generation serves. Once the manifest is
+published the commit has landed; refreshing the ``session.json`` copy and the sweep are then best
+effort (a failure there leaves a stale copy or debris the next commit sweeps, never a lost commit).
+
 Crash points, for tests: with ``CONTEXTMESH_CRASH_AT=<step>`` the process kills itself with
 SIGKILL when it reaches that step; with ``CONTEXTMESH_TRACE_STEPS=<file>`` it appends each step
 name to that file as it passes (``save-started`` first).
@@ -26,11 +36,13 @@ import contextlib
 import os
 import secrets
 import signal
+import stat
 from collections.abc import Mapping
 from pathlib import Path
 
 from contextmesh.canonical import file_bytes, sha256_hex
 from contextmesh.errors import SessionError
+from contextmesh.session.files import MANIFEST_MAX_BYTES, describe_kind, os_cause, read_regular
 from contextmesh.session.layout import (
     COMPANION_NAME,
     COMPANIONS,
@@ -47,6 +59,8 @@ __all__ = ["CRASH_ENV", "TRACE_ENV", "CommitConflictError", "commit_generation",
 
 CRASH_ENV = "CONTEXTMESH_CRASH_AT"
 TRACE_ENV = "CONTEXTMESH_TRACE_STEPS"
+# Manifest names carry six digits (layout.MANIFEST): a seventh would be invisible to every reader.
+MAX_GENERATION = 999_999
 _TMP_PREFIX = ".tmp-"
 
 
@@ -73,15 +87,21 @@ def step(name: str) -> None:
 
 
 def latest_generation(directory: Path) -> int:
-    """The newest manifest generation present as a regular file (0 for none)."""
+    """The newest manifest generation present as a regular file (0 for none); symlinks and the rest are ignored."""
     best = 0
     try:
         names = os.listdir(directory)
     except OSError as exc:
-        raise SessionError(f"cannot list the session directory {directory}: {exc.strerror}") from None
+        raise SessionError(f"cannot list the session directory {directory}: {os_cause(exc)}") from None
     for name in names:
         match = MANIFEST.match(name)
-        if match and (directory / name).is_file() and not (directory / name).is_symlink():
+        if match is None:
+            continue
+        try:
+            regular = stat.S_ISREG(os.lstat(directory / name).st_mode)  # lstat: never opens, never follows
+        except FileNotFoundError:
+            continue  # swept meanwhile
+        if regular:
             best = max(best, int(match.group(1)))
     return best
 
@@ -94,28 +114,74 @@ def _fsync_dir(directory: Path) -> None:
         os.close(fd)
 
 
-def _write_new(directory: Path, data: bytes) -> Path:
-    """Write ``data`` to a fresh O_EXCL file under a random name; fsync it; return its path."""
-    path = directory / f"{_TMP_PREFIX}{secrets.token_hex(12)}"
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
-    try:
-        view = memoryview(data)
-        while view:
-            written = os.write(fd, view)
-            view = view[written:]
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    return path
+class _Attempt:
+    """What one commit has put in the directory so far, so a failure can take all of it back."""
+
+    def __init__(self, directory: Path) -> None:
+        self.directory = directory
+        self.doing = "starting"
+        self.temps: list[Path] = []
+        self.placed: list[Path] = []
+
+    def write_new(self, data: bytes) -> Path:
+        """Write ``data`` to a fresh O_EXCL file under a random name; fsync it; return its path."""
+        path = self.directory / f"{_TMP_PREFIX}{secrets.token_hex(12)}"
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
+        self.temps.append(path)  # before the first write: a full disk must not leave it behind
+        try:
+            view = memoryview(data)
+            while view:
+                written = os.write(fd, view)
+                view = view[written:]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        return path
+
+    def place(self, tmp: Path, final: Path) -> None:
+        os.replace(tmp, final)  # a rename replaces a link instead of following it
+        self.temps.remove(tmp)
+        self.placed.append(final)
+
+    def discard_temps(self) -> None:
+        for path in self.temps:
+            with contextlib.suppress(OSError):
+                os.unlink(path)
+        self.temps.clear()
+
+    def undo(self) -> None:
+        """Remove every temp and every companion this commit placed: none is named by a published manifest."""
+        self.discard_temps()
+        for path in self.placed:
+            with contextlib.suppress(OSError):
+                os.unlink(path)
+        self.placed.clear()
+        with contextlib.suppress(OSError):
+            _fsync_dir(self.directory)
 
 
-def _present(path: Path, sha: str) -> bool:
-    if path.is_symlink() or not path.is_file():
-        return False
+def _blocked(directory: Path, name: str, what: str) -> None:
+    """Refuse up front when something other than a regular file or a symlink holds a name the commit writes."""
     try:
-        return sha256_hex(path.read_bytes()) == sha
-    except OSError:
+        mode = os.lstat(directory / name).st_mode
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        raise SessionError(f"cannot commit to {directory}: cannot inspect {name}: {os_cause(exc)}") from None
+    if not (stat.S_ISREG(mode) or stat.S_ISLNK(mode)):
+        raise SessionError(
+            f"cannot commit to {directory}: {name}, where this commit must write {what}, is "
+            f"{describe_kind(mode)}; nothing was written (remove it and commit again)"
+        )
+
+
+def _present(directory: Path, name: str, data: bytes) -> bool:
+    """True when ``name`` already holds exactly ``data`` as a regular file (then it is not rewritten)."""
+    try:
+        held = read_regular(directory, name, limit=len(data))
+    except (OSError, SessionError):
         return False
+    return held == data
 
 
 def commit_generation(
@@ -128,64 +194,106 @@ def commit_generation(
 ) -> tuple[Manifest, int]:
     """Publish generation ``loaded + 1``; return its manifest and the bytes written."""
     step("save-started")
-    written = 0
     with WriterLock(directory, wait=lock_wait):
         found = latest_generation(directory)
         if found != loaded:
             raise CommitConflictError(loaded, found)
         generation = loaded + 1
-        named: dict[str, Companion] = {}
-        for kind in COMPANIONS:
-            data = companions.get(kind)
-            if data is None:
-                continue
-            sha = sha256_hex(data)
-            name = companion_name(kind, sha)
-            named[kind] = Companion(name, sha, len(data))
-            final = directory / name
-            if _present(final, sha):
-                continue
-            tmp = _write_new(directory, data)
-            written += len(data)
-            step(f"companion-written:{kind}")
-            os.replace(tmp, final)
-            step(f"companion-renamed:{kind}")
-        _fsync_dir(directory)
-        published = Manifest(
-            manifest.session_id,
-            generation,
-            manifest.rounds,
-            manifest.walker,
-            manifest.corpus,
-            named["graph"],
-            named["resolver"],
-            named.get("execution"),
-            named.get("runledger"),
-            manifest.ledger_head,
-            named["telemetry"],
-        )
-        data = file_bytes(published.to_dict())
-        tmp = _write_new(directory, data)
-        written += len(data)
-        step("manifest-written")
-        target = directory / manifest_name(generation)
-        if target.is_symlink():
-            os.unlink(target)  # a planted link is removed, never followed (unlink does not follow)
+        if generation > MAX_GENERATION:
+            raise SessionError(
+                f"cannot commit to {directory}: a session directory holds at most {MAX_GENERATION} generations "
+                "(six digits in a manifest's name); save the session to a new directory"
+            )
+        named = {
+            kind: Companion(companion_name(kind, sha256_hex(data)), sha256_hex(data), len(data))
+            for kind in COMPANIONS
+            if (data := companions.get(kind)) is not None
+        }
+        _blocked(directory, manifest_name(generation), f"the manifest of generation {generation}")
+        for kind, companion in named.items():
+            _blocked(directory, companion.name, f"the {kind} companion")
+        attempt = _Attempt(directory)
         try:
-            os.link(tmp, target)  # refuses to replace: the generation's name must not exist yet
-        except FileExistsError:
-            os.unlink(tmp)
-            raise CommitConflictError(loaded, generation) from None
-        os.unlink(tmp)
+            published, data, written = _publish(attempt, companions, named, manifest, generation)
+        except OSError as exc:
+            attempt.undo()
+            kept = f"generation {loaded} still loads" if loaded else "the directory is as it was"
+            raise SessionError(
+                f"cannot commit generation {generation} to {directory}: {attempt.doing} failed: {os_cause(exc)}; "
+                f"nothing of it was kept, {kept}"
+            ) from None
+        except BaseException:
+            attempt.discard_temps()
+            raise
+        _after_publication(attempt, published, data)
+    return published, written
+
+
+def _publish(
+    attempt: _Attempt, companions: Mapping[str, bytes], named: dict[str, Companion], manifest: Manifest, generation: int
+) -> tuple[Manifest, bytes, int]:
+    """Place every new companion, then link the manifest under its generation's name: the commit point."""
+    directory, written = attempt.directory, 0
+    for kind, companion in named.items():
+        data = companions[kind]
+        attempt.doing = f"writing {companion.name}"
+        if _present(directory, companion.name, data):
+            continue  # content-addressed: the same name holds the same bytes
+        tmp = attempt.write_new(data)
+        written += len(data)
+        step(f"companion-written:{kind}")
+        attempt.place(tmp, directory / companion.name)
+        step(f"companion-renamed:{kind}")
+    attempt.doing = f"syncing {directory}"
+    _fsync_dir(directory)
+    published = Manifest(
+        manifest.session_id,
+        generation,
+        manifest.rounds,
+        manifest.walker,
+        manifest.corpus,
+        named["graph"],
+        named["resolver"],
+        named.get("execution"),
+        named.get("runledger"),
+        manifest.ledger_head,
+        named["telemetry"],
+    )
+    data = file_bytes(published.to_dict())
+    name = manifest_name(generation)
+    attempt.doing = f"writing {name}"
+    tmp = attempt.write_new(data)
+    written += len(data)
+    step("manifest-written")
+    target = directory / name
+    if target.is_symlink():
+        os.unlink(target)  # a planted link is removed, never followed (unlink does not follow)
+    try:
+        os.link(tmp, target)  # refuses to replace: the generation's name must not exist yet
+    except FileExistsError:
+        attempt.discard_temps()
+        _blocked(directory, name, f"the manifest of generation {generation}")
+        raise CommitConflictError(generation - 1, generation) from None
+    return published, data, written
+
+
+def _after_publication(attempt: _Attempt, published: Manifest, data: bytes) -> None:
+    """The commit has landed; the rest tidies up, and a failure in it loses nothing."""
+    directory = attempt.directory
+    attempt.discard_temps()  # the manifest's temp name (its bytes now live under the generation's name)
+    with contextlib.suppress(OSError):
         _fsync_dir(directory)
-        step("manifest-published")
-        pointer = _write_new(directory, data)
+    step("manifest-published")
+    try:
+        pointer = attempt.write_new(data)
         step("pointer-written")
-        os.replace(pointer, directory / POINTER_NAME)
+        attempt.place(pointer, directory / POINTER_NAME)
         _fsync_dir(directory)
         step("pointer-renamed")
+    except OSError:
+        attempt.discard_temps()  # session.json is a convenience copy, never trusted on load
+    with contextlib.suppress(OSError):
         _sweep(directory, published)
-    return published, written
 
 
 def _sweep(directory: Path, current: Manifest) -> None:
@@ -193,17 +301,19 @@ def _sweep(directory: Path, current: Manifest) -> None:
     keep = {c.name for c in current.companions().values()}
     step("sweep-started")
     names = sorted(os.listdir(directory))
+    # The generation just superseded stays whole, so a reader that read its manifest a moment ago
+    # can still open every companion it names. Read once, without blocking, bounded.
+    try:
+        previous = read_regular(directory, manifest_name(current.generation - 1), limit=MANIFEST_MAX_BYTES)
+    except (OSError, SessionError):
+        previous = b""
     swept = 0
     for name in names:
         match = MANIFEST.match(name)
         doomed = (
             (match is not None and int(match.group(1)) < current.generation - 1)
             or name.startswith(_TMP_PREFIX)
-            or (
-                COMPANION_NAME.match(name) is not None
-                and name not in keep
-                and not _named_by_previous(directory, current, name)
-            )
+            or (COMPANION_NAME.match(name) is not None and name not in keep and name.encode() not in previous)
         )
         # Only our own regular files are swept: a directory or a link under a lookalike name stays.
         path = directory / name
@@ -214,13 +324,3 @@ def _sweep(directory: Path, current: Manifest) -> None:
             if swept == 1:
                 step("sweep-midway")
     step("sweep-finished")
-
-
-def _named_by_previous(directory: Path, current: Manifest, name: str) -> bool:
-    # The generation just superseded stays whole, so a reader that read its manifest a moment ago
-    # can still open every companion it names.
-    previous = directory / manifest_name(current.generation - 1)
-    try:
-        return name.encode() in previous.read_bytes()
-    except OSError:
-        return False

@@ -1,23 +1,31 @@
 """Load a session directory as untrusted input, with every cross-file check.
 
 A reader takes no lock. It reads the newest manifest, then opens every companion that generation
-names *before* parsing any of them (``O_NOFOLLOW``, regular files, inside the directory), so a
+names *before* parsing any of them (through :func:`~contextmesh.session.files.read_regular`: never
+blocking on a fifo, never following a symlink, regular files inside the directory only), so a
 concurrent sweep cannot pull a file from under it; if a companion has vanished because the
 directory moved on meanwhile, it starts again from the newer manifest (a bounded number of times).
 A genuinely missing or altered file fails at once with its own message.
 
-Checks, in order: the manifest (schema, version — the original project's v1/v2 refused by name —
-fields, generation = file name); each companion's name, location and SHA-256; the graph file (whose
-walk counters must all be 0); the telemetry file against the graph (its counters then applied); the
-resolver against the graph; the run ledger against the manifest's head (``expect_head``); the plan
-against the graph and the registry; the ledger against the plan (every entry's task is in the
-plan, no entry in a round the plan never reached) and against the graph (every cited id exists).
+The work is bounded by the files' sizes: the manifest is read only up to
+:data:`~contextmesh.session.files.MANIFEST_MAX_BYTES`, a companion only up to the size its manifest
+records (one byte more tells it differs), every document nests at most
+:data:`~contextmesh.canonical.MAX_DEPTH` levels (the deepest a commit can write back; the canonical
+loader refuses deeper text before any recursive parser sees it), and no integer in any file drives a
+loop or an allocation.
+
+Checks, in order: the manifest (a regular file of at most 64 KiB, then schema, version — the
+original project's v1/v2 refused by name — fields, generation = file name); each companion's name,
+location, kind (a regular file) and then, in manifest order, size and SHA-256; the graph file
+(whose walk counters must all be 0); the telemetry file against the graph (its counters then
+applied); the resolver against the graph; the run ledger against the manifest's head
+(``expect_head``); the plan against the graph and the registry; the ledger against the plan (every
+entry's task is in the plan, no entry in a round the plan never reached) and against the graph
+(every cited id exists).
 """
 
 from __future__ import annotations
 
-import os
-import stat
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -32,17 +40,14 @@ from contextmesh.formats.resolver_file import load_resolver
 from contextmesh.graph import ContextGraph
 from contextmesh.resolve import Resolver
 from contextmesh.session.commit import latest_generation
+from contextmesh.session.files import MANIFEST_MAX_BYTES, SessionFileError, read_regular
 from contextmesh.session.layout import Manifest, manifest_name, parse_manifest
 from contextmesh.session.receipts import check_receipt
 from contextmesh.session.telemetry import apply_telemetry, check_zeroed
 
-__all__ = ["Loaded", "SessionFileError", "load_directory"]
+__all__ = ["Loaded", "SessionFileError", "load_directory"]  # SessionFileError lives in files.py
 
 _RETRIES = 4
-
-
-class SessionFileError(SnapshotError, SessionError):
-    """A session directory's file breaks a rule; ``path`` names the file and the place in it."""
 
 
 @dataclass
@@ -57,32 +62,13 @@ class Loaded:
     raw: dict[str, bytes]
 
 
-def _read_plain(directory: Path, name: str) -> bytes:
-    if os.sep in name or name in {".", ".."} or "/" in name:
-        raise SessionFileError(name, repr(name), "names in a session directory are plain file names")
-    path = directory / name
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
-    except FileNotFoundError:
-        raise
-    except OSError as exc:
-        raise SessionFileError(
-            name, exc.strerror or "unreadable", "a companion is a regular file inside the directory, not a symlink"
-        ) from None
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise SessionFileError(name, "not a regular file", "a companion is a regular file")
-        chunks = []
-        while chunk := os.read(fd, 1 << 20):
-            chunks.append(chunk)
-        return b"".join(chunks)
-    finally:
-        os.close(fd)
-
-
 def _read_generation(directory: Path, generation: int) -> tuple[Manifest, dict[str, bytes]]:
     name = manifest_name(generation)
-    data = _read_plain(directory, name)
+    data = read_regular(directory, name, limit=MANIFEST_MAX_BYTES)
+    if len(data) > MANIFEST_MAX_BYTES:
+        raise SessionFileError(
+            name, f"more than {MANIFEST_MAX_BYTES} bytes", f"a manifest is at most {MANIFEST_MAX_BYTES} bytes"
+        )
     try:
         manifest = parse_manifest(loads(data), generation)
     except InputError as exc:
@@ -90,12 +76,14 @@ def _read_generation(directory: Path, generation: int) -> tuple[Manifest, dict[s
     raw = {"manifest": data}
     for kind, companion in manifest.companions().items():
         try:
-            raw[kind] = _read_plain(directory, companion.name)  # every file opened before anything is parsed
+            # Every file opened before anything is parsed; one byte past the recorded size is
+            # enough to know it differs, so a huge file is never read whole.
+            raw[kind] = read_regular(directory, companion.name, limit=companion.bytes)
         except FileNotFoundError as exc:
             exc.filename = companion.name
             raise
     for kind, companion in manifest.companions().items():
-        if sha256_hex(raw[kind]) != companion.sha256 or len(raw[kind]) != companion.bytes:
+        if len(raw[kind]) != companion.bytes or sha256_hex(raw[kind]) != companion.sha256:
             raise SessionFileError(
                 f"{name}:{kind}.sha256",
                 f"{companion.name} has different content",

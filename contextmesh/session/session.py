@@ -21,12 +21,14 @@ not get to write), so across processes only what landed is on disk — the gener
 
 from __future__ import annotations
 
+import contextlib
+import os
 import uuid
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
-from contextmesh.errors import SessionError
+from contextmesh.errors import InputError, SessionError
 from contextmesh.execution.plan import Runner
 from contextmesh.execution.registry import TaskRegistry
 from contextmesh.execution.snapshot import dump_runner
@@ -35,9 +37,10 @@ from contextmesh.formats.resolver_file import dump_resolver
 from contextmesh.graph import ContextGraph
 from contextmesh.resolve import Resolver
 from contextmesh.session.commit import CommitConflictError, commit_generation, latest_generation
+from contextmesh.session.files import os_cause
 from contextmesh.session.layout import Companion, Manifest
 from contextmesh.session.load import load_directory
-from contextmesh.session.lock import SessionLockedError
+from contextmesh.session.lock import SessionLockedError, create_lock_file
 from contextmesh.session.telemetry import dump_structure, dump_telemetry
 from contextmesh.traverse import FlatBaseline, Walk, Walker, WalkerSettings
 
@@ -95,13 +98,31 @@ class Session:
 
     @classmethod
     def create(cls, directory: Path, session: Session) -> Session:
-        """Write ``session`` as generation 1 of a new (empty or absent) directory."""
-        directory.mkdir(parents=True, exist_ok=True)
-        if any(directory.iterdir()):
-            raise SessionError(f"{directory} is not empty; a new session needs an empty directory")
+        """Write ``session`` as generation 1 of a new (empty or absent) directory.
+
+        A save that fails leaves the target as it found it, so the same save can simply be run
+        again: the commit takes back what it wrote, and this removes the lock file and every
+        directory the save made.
+        """
+        made = _make_directories(directory)
+        not_empty = SessionError(f"{directory} is not empty; a new session needs an empty directory")
+        try:
+            if any(directory.iterdir()):
+                raise not_empty
+            lock = create_lock_file(directory)  # made first, so it is known to be this save's own
+        except FileExistsError:
+            raise not_empty from None
+        except OSError as exc:
+            _take_back(None, made)
+            raise SessionError(f"cannot create a session in {directory}: {os_cause(exc)}") from None
         session.directory = directory
         session.generation = 0
-        session.commit()
+        try:
+            session.commit()
+        except BaseException:
+            _take_back(lock, made)  # nothing was published, and the commit took back its own files
+            session.directory = None
+            raise
         return session
 
     @classmethod
@@ -173,8 +194,14 @@ class Session:
             head,
             _PLACEHOLDER,
         )
+        try:
+            companions = self.companions()
+        except InputError as exc:  # e.g. a worker's output nested deeper than a file can hold
+            raise SessionError(
+                f"cannot commit to {self.directory}: the session's state cannot be written: {exc}"
+            ) from None
         published, written = commit_generation(
-            self.directory, loaded=self.generation, companions=self.companions(), manifest=draft, lock_wait=lock_wait
+            self.directory, loaded=self.generation, companions=companions, manifest=draft, lock_wait=lock_wait
         )
         self.generation = published.generation
         self.bytes_written += written
@@ -313,3 +340,35 @@ class Session:
     def ledger(self) -> RunLedger | None:
         """The run ledger, when the session holds a plan."""
         return None if self.runner is None else self.runner.ledger
+
+
+def _make_directories(directory: Path) -> list[Path]:
+    """Create ``directory`` and any missing parents; return those this call made, outermost first."""
+    missing: list[Path] = []
+    probe = directory
+    while not os.path.lexists(probe) and probe != probe.parent:
+        missing.append(probe)
+        probe = probe.parent
+    made: list[Path] = []
+    try:
+        for path in reversed(missing):
+            path.mkdir()
+            made.append(path)
+        if not directory.is_dir():
+            raise SessionError(f"{directory} is not a directory; a new session needs an empty directory")
+    except OSError as exc:
+        _take_back(None, made)
+        raise SessionError(f"cannot create the session directory {directory}: {os_cause(exc)}") from None
+    except SessionError:
+        _take_back(None, made)
+        raise
+    return made
+
+
+def _take_back(lock: Path | None, made: list[Path]) -> None:
+    if lock is not None:
+        with contextlib.suppress(OSError):
+            lock.unlink()
+    for path in reversed(made):
+        with contextlib.suppress(OSError):
+            path.rmdir()  # only ever an empty directory

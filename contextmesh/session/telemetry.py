@@ -9,7 +9,8 @@ and the manifest, not the whole graph. The document::
 
 lists only non-zero counters, in graph insertion order. The loader is strict: exact schema and
 version, every field required, no other field, each entry a pair of an id that exists in the graph
-and an integer ≥ 0, no id twice.
+and an integer ≥ 0, no id twice. A counter drives nothing while loading (it is only stored), so its
+size costs no work.
 """
 
 from __future__ import annotations
