@@ -198,6 +198,15 @@ def file_bytes(value: Any) -> bytes:
         raise _too_deep(nesting_depth(value), ROOT) from None
 
 
+def wire_text(value: Any) -> str:
+    """JSON text for a protocol message or an error quote, never for a file or a digest.
+
+    Plain ``json.dumps`` on purpose: a refusal must be able to show what a client sent, including
+    ``NaN`` or a fraction, which the file and digest forms refuse.
+    """
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
 def canonical_bytes(value: Any) -> bytes:
     """The RFC 8785 bytes of ``value`` — the only bytes ContextMesh ever digests."""
     ensure_canonical(value)

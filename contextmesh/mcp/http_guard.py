@@ -15,7 +15,6 @@ None of these imports the MCP SDK; the responses are plain ASGI messages.
 
 from __future__ import annotations
 
-import hashlib
 import hmac
 import json
 import math
@@ -23,6 +22,7 @@ from typing import Any
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from contextmesh.canonical import sha256_hex, wire_text
 from contextmesh.mcp.quoting import QUOTE_CHARS, quote
 
 __all__ = ["BearerAuth", "JsonRpcGuard", "PostOnly", "guarded", "invalid_request_id"]
@@ -39,7 +39,7 @@ async def _respond(send: Send, status: int, body: bytes, headers: list[tuple[byt
 def rpc_error(message: str, code: int = INVALID_REQUEST) -> bytes:
     """A JSON-RPC error response for a request whose id cannot be known (``id: null``)."""
     document = {"jsonrpc": "2.0", "id": None, "error": {"code": code, "message": message}}
-    return json.dumps(document, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    return wire_text(document).encode("utf-8")
 
 
 def _json_headers() -> list[tuple[bytes, bytes]]:
@@ -54,7 +54,7 @@ class BearerAuth:
 
     def __init__(self, app: ASGIApp, token: str) -> None:
         self.app = app
-        self._digest = hashlib.sha256(token.encode("ascii")).digest()
+        self._digest = sha256_hex(token.encode("ascii"))
 
     def _verdict(self, scope: Scope) -> str | None:
         """None when the token is right; else why not (RFC 6750's error code, or "" for no credentials)."""
@@ -64,7 +64,7 @@ class BearerAuth:
         scheme, _, credentials = values[0].decode("latin-1").strip().partition(" ")
         if len(values) > 1 or scheme.lower() != "bearer" or not credentials.strip():
             return "invalid_request"
-        given = hashlib.sha256(credentials.strip().encode("latin-1")).digest()
+        given = sha256_hex(credentials.strip().encode("latin-1"))
         # Digests of equal length: compare_digest's time then says nothing about the token, not even its length.
         return None if hmac.compare_digest(given, self._digest) else "invalid_token"
 
@@ -124,7 +124,7 @@ def invalid_request_id(message: Any) -> str | None:
     if isinstance(ident, str) or (isinstance(ident, int) and not isinstance(ident, bool)):
         return None
     try:
-        shown = json.dumps(ident)  # as the client wrote it: NaN, 1.5, true, null, {}
+        shown = wire_text(ident)  # as the client wrote it: NaN, 1.5, true, null, {}
     except (ValueError, RecursionError):
         shown = quote(ident)
     if len(shown) > QUOTE_CHARS:
