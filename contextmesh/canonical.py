@@ -198,13 +198,16 @@ def file_bytes(value: Any) -> bytes:
         raise _too_deep(nesting_depth(value), ROOT) from None
 
 
-def wire_text(value: Any) -> str:
-    """JSON text for a protocol message or an error quote, never for a file or a digest.
+def wire_text(value: Any, *, compact: bool = True) -> str:
+    """JSON text for a protocol message (``compact``) or an error quote, never for a file or a digest.
 
     Plain ``json.dumps`` on purpose: a refusal must be able to show what a client sent, including
-    ``NaN`` or a fraction, which the file and digest forms refuse.
+    ``NaN`` or a fraction, which the file and digest forms refuse. A quote (``compact=False``) is
+    written the way Python's ``json`` writes it by default, ASCII-only with spaced separators.
     """
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    if compact:
+        return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    return json.dumps(value)
 
 
 def canonical_bytes(value: Any) -> bytes:

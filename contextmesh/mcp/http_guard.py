@@ -124,7 +124,7 @@ def invalid_request_id(message: Any) -> str | None:
     if isinstance(ident, str) or (isinstance(ident, int) and not isinstance(ident, bool)):
         return None
     try:
-        shown = wire_text(ident)  # as the client wrote it: NaN, 1.5, true, null, {}
+        shown = wire_text(ident, compact=False)  # as the client wrote it: NaN, 1.5, true, null, {}
     except (ValueError, RecursionError):
         shown = quote(ident)
     if len(shown) > QUOTE_CHARS:
