@@ -42,13 +42,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import Timings, peak_rss_mb, print_table, time_calls, timed
 
-from contextmesh import vectors
+from contextmesh.core import vectors
+from contextmesh.core.graph import ContextGraph
 from contextmesh.demo.knowledge import build_world, round_questions
-from contextmesh.embed import Embedder, HashedEmbedder
-from contextmesh.graph import ContextGraph
-from contextmesh.resolve import Resolver
+from contextmesh.knowledge.embed import Embedder, HashedEmbedder
+from contextmesh.knowledge.resolve import Resolver
+from contextmesh.knowledge.traverse import Walk, Walker
 from contextmesh.testing import generate_graph
-from contextmesh.traverse import Walk, Walker
 
 ROOT = Path(__file__).resolve().parent.parent
 AIM_DEMO_P50_MS = 5.0

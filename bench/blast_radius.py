@@ -41,7 +41,7 @@ AIM_P95_MS = 10.0
 
 def run_one(nodes: int, closure_size: int, reps: int, seed: int) -> dict[str, object]:
     """Generate, plant, time; return the figures as plain data."""
-    from contextmesh.invalidation import blast_radius, closure
+    from contextmesh.belief.invalidation import blast_radius, closure
     from contextmesh.testing import generate_graph, plant_closure
 
     graph_obj, gen_s = timed(lambda: generate_graph(nodes, seed=seed, embeddings=False))

@@ -73,8 +73,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import percentile  # noqa: E402
 
 from contextmesh.demo.auth import ADVISORY_TEXT, publish  # noqa: E402
-from contextmesh.orchestration import server  # noqa: E402
-from contextmesh.orchestration.served import peek  # noqa: E402
+from contextmesh.orchestration import local_server as server  # noqa: E402
+from contextmesh.orchestration.served_record import peek  # noqa: E402
 
 PLAN_FLOW, RECHECK_FLOW = "contextmesh-plan", "contextmesh-recheck"
 REPAIR = ("hashing", "auth.hash.bcrypt.v1", "bcrypt has no open advisory")

@@ -35,11 +35,11 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from contextmesh.core.graph import ContextGraph
 from contextmesh.execution.context import AuditContext, RunContext, Verdict
-from contextmesh.execution.executor import InProcessExecutor
+from contextmesh.execution.in_process import InProcessExecutor
 from contextmesh.execution.plan import Runner
-from contextmesh.execution.registry import TaskRegistry
-from contextmesh.graph import ContextGraph
+from contextmesh.execution.task_registry import TaskRegistry
 
 BLOCK = 5  # columns whose tasks may need each other; a disproof's closure stays inside one block
 WORKER_KEY = "bench.work.{ms}ms.v1"

@@ -24,8 +24,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
+from contextmesh.core.graph import ContextGraph
 from contextmesh.formats.graph_file import dump_graph, load_graph
-from contextmesh.graph import ContextGraph
 from contextmesh.testing import generate_graph
 
 T = TypeVar("T")

@@ -27,15 +27,15 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from _common import percentile, print_table
 from session_helpers import build_demo_template, clone, manifest_doc, reseal
 
-from contextmesh.canonical import MAX_SAFE_INTEGER, file_bytes, loads
+from contextmesh.core.canonical import MAX_SAFE_INTEGER, file_bytes, loads
 
 ATTEMPTS = (1, 10**4, 10**6, 10**8, MAX_SAFE_INTEGER - 1, MAX_SAFE_INTEGER)
 
 _CHILD = """
 import json, resource, sys, time
 from pathlib import Path
-from contextmesh.demo.session import demo_registry
-from contextmesh.errors import ContextMeshError
+from contextmesh.demo.saved import demo_registry
+from contextmesh.core.errors import ContextMeshError
 from contextmesh.session.load import load_directory
 registry = demo_registry(Path(sys.argv[2]))
 start = time.perf_counter()

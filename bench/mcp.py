@@ -37,7 +37,7 @@ from mcp import Client, StdioServerParameters  # noqa: E402 - after the sys.path
 from mcp_helpers import LAUNCHER, PYTHON, ROOT, ServerProcess  # noqa: E402 - after the sys.path fix above
 
 from contextmesh.demo.knowledge import round_questions  # noqa: E402 - after the sys.path fix above
-from contextmesh.demo.session import demo_registry, save_demo_session  # noqa: E402 - after the sys.path fix above
+from contextmesh.demo.saved import demo_registry, save_demo_session  # noqa: E402 - after the sys.path fix above
 from contextmesh.session.session import Session  # noqa: E402 - after the sys.path fix above
 
 AIM_HTTP_P50_MS = 10.0

@@ -52,11 +52,11 @@ from contextmesh.orchestration.settings import prepare_environment
 
 prepare_environment()  # before Prefect is imported
 
-from contextmesh.execution.executor import InProcessExecutor  # noqa: E402
+from contextmesh.core.graph import ContextGraph  # noqa: E402
+from contextmesh.execution.in_process import InProcessExecutor  # noqa: E402
 from contextmesh.execution.plan import Runner  # noqa: E402
-from contextmesh.execution.registry import TaskRegistry  # noqa: E402
-from contextmesh.graph import ContextGraph  # noqa: E402
-from contextmesh.resolve import Resolver  # noqa: E402
+from contextmesh.execution.task_registry import TaskRegistry  # noqa: E402
+from contextmesh.knowledge.resolve import Resolver  # noqa: E402
 from contextmesh.session.session import Session  # noqa: E402
 
 PLAN = "bench-orchestration"
@@ -129,7 +129,7 @@ def recorded(api: str, flow_run_id: str, runs: int) -> float:
     """
     from prefect.events.worker import EventsWorker
 
-    from contextmesh.orchestration.server import wait_recorded
+    from contextmesh.orchestration.local_server import wait_recorded
 
     start = time.perf_counter()
     EventsWorker.instance().wait_until_empty()
@@ -199,7 +199,7 @@ def executor_flow(specs: list[Spec], delay_ms: int, width: int) -> Any:
     from prefect import flow
     from prefect.task_runners import ThreadPoolTaskRunner
 
-    from contextmesh.orchestration.executor import PrefectExecutor
+    from contextmesh.orchestration.prefect_executor import PrefectExecutor
 
     @flow(name="bench-executor", task_runner=ThreadPoolTaskRunner(max_workers=width), persist_result=False)
     def bare() -> int:
@@ -245,7 +245,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"ideal round (zero-overhead scheduler): {ideal:.2f} s")
     print(f"machine: {os.cpu_count()} CPUs, load average {_load()} at start", flush=True)
 
-    from contextmesh.orchestration import server
+    from contextmesh.orchestration import local_server as server
     from contextmesh.orchestration.settings import client_settings
 
     home = Path(tempfile.mkdtemp(prefix="cm-bench-orch-"))
@@ -336,7 +336,7 @@ def on_session(
 ) -> dict[str, Any]:
     """The full plan flow on a new session; then disprove the column's root ground, repair that one
     task and resume: only the stale closure runs."""
-    from contextmesh.orchestration.flows import make_plan_flow, make_recheck_flow
+    from contextmesh.orchestration.flow_bodies import make_plan_flow, make_recheck_flow
 
     world = World()
     registry = registry_for(world, args.delay_ms)

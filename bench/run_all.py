@@ -65,7 +65,7 @@ def prefect_parts(args: argparse.Namespace, parts: set[str], work: Path) -> tupl
     from invalidation.run import run_bench
     from invalidation.scale import stale_resume
 
-    from contextmesh.orchestration import server
+    from contextmesh.orchestration import local_server as server
     from contextmesh.orchestration.settings import client_settings
 
     home = work / "prefect-home"

@@ -37,8 +37,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import percentile, print_table
 
-from contextmesh.demo.session import save_demo_session
-from contextmesh.resolve import Resolver
+from contextmesh.demo.saved import save_demo_session
+from contextmesh.knowledge.resolve import Resolver
 from contextmesh.session.session import Session
 from contextmesh.testing import generate_graph
 

@@ -19,7 +19,7 @@ import os
 import time
 from collections.abc import Callable
 
-from contextmesh.canonical import loads, text_depth
+from contextmesh.core.canonical import loads, text_depth
 from contextmesh.formats.graph_file import dump_graph
 from contextmesh.testing import generate_graph
 

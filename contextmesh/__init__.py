@@ -1,6 +1,6 @@
 """ContextMesh: a typed context graph that keeps why things hold, and what to redo when they stop."""
 
-from contextmesh.errors import (
+from contextmesh.core.errors import (
     BeliefError,
     CanonicalError,
     ContextMeshError,
@@ -12,9 +12,9 @@ from contextmesh.errors import (
     SessionError,
     SnapshotError,
 )
-from contextmesh.graph import ContextGraph
-from contextmesh.model import AssumptionRecord, EdgeRecord, NodeRecord, Provenance
-from contextmesh.ontology import ONTOLOGY, EdgeType, NodeType, Ontology
+from contextmesh.core.graph import ContextGraph
+from contextmesh.core.model import AssumptionRecord, EdgeRecord, NodeRecord, Provenance
+from contextmesh.core.ontology import ONTOLOGY, EdgeType, NodeType, Ontology
 
 __version__ = "0.2.0"
 

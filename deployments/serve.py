@@ -33,8 +33,9 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))  # flows/ and registry/ live beside this folder
 
-from contextmesh.errors import ContextMeshError  # noqa: E402
-from contextmesh.orchestration import served, server  # noqa: E402
+from contextmesh.core.errors import ContextMeshError  # noqa: E402
+from contextmesh.orchestration import local_server as server  # noqa: E402
+from contextmesh.orchestration import served_record as served  # noqa: E402
 from contextmesh.orchestration.settings import prepare_environment  # noqa: E402
 
 PLAN, RECHECK, REPAIR = "contextmesh-plan/plan", "contextmesh-recheck/recheck", "contextmesh-repair/repair"
@@ -106,7 +107,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from prefect.client.schemas.objects import ConcurrencyLimitConfig, ConcurrencyLimitStrategy  # noqa: PLC0415
     from prefect.events import DeploymentEventTrigger  # noqa: PLC0415
 
-    from contextmesh.orchestration.flows import peek  # noqa: PLC0415
+    from contextmesh.orchestration.flow_bodies import peek  # noqa: PLC0415
     from flows.plan import plan  # noqa: PLC0415
     from flows.recheck import recheck  # noqa: PLC0415
     from flows.repair import repair  # noqa: PLC0415

@@ -13,7 +13,7 @@ the table every process of this deployment builds). Its advisory auditor reads t
 When ``deployments/serve.py`` serves the same session (its served record under
 ``$CONTEXTMESH_HOME/served/`` names a live process for this directory), ``mesh_recheck`` and
 ``mesh_resume`` are dispatched to its deployments as Prefect flow runs
-(:class:`~contextmesh.orchestration.mcp_dispatch.PrefectDispatcher`): each waits up to
+(:class:`~contextmesh.mcp.deployment_dispatcher.PrefectDispatcher`): each waits up to
 ``--dispatch-wait`` seconds (default 60) and returns the report, or the flow run's id, address and
 state if it is still running. Whether ``serve.py`` is looked for is decided once, at start:
 ``--dispatch never`` keeps both in this process; with ``auto`` (the default) and no served record
@@ -40,9 +40,9 @@ from contextmesh.orchestration.settings import prepare_environment  # noqa: E402
 
 prepare_environment()  # before anything imports Prefect (a dispatcher does, on its first probe)
 
-from contextmesh.errors import ContextMeshError  # noqa: E402
-from contextmesh.mcp.dispatch import Dispatcher  # noqa: E402
+from contextmesh.core.errors import ContextMeshError  # noqa: E402
 from contextmesh.mcp.server import main as mcp_main  # noqa: E402
+from contextmesh.mcp.write_dispatch import Dispatcher  # noqa: E402
 from registry import build_registry, feed_path  # noqa: E402
 
 PROG = "serve_mcp.py"
@@ -77,7 +77,8 @@ def _split(argv: Sequence[str]) -> tuple[argparse.Namespace, list[str]]:
 
 def dispatcher_for(session: Path, *, wait: float | None = None) -> Dispatcher | None:
     """The dispatcher to ``serve.py``'s deployments when it serves ``session``, else None (in-process)."""
-    from contextmesh.orchestration import mcp_dispatch, served  # noqa: PLC0415
+    from contextmesh.mcp import deployment_dispatcher  # noqa: PLC0415
+    from contextmesh.orchestration import served_record as served  # noqa: PLC0415
 
     try:
         session_id, _, _ = served.peek(str(session))
@@ -86,7 +87,7 @@ def dispatcher_for(session: Path, *, wait: float | None = None) -> Dispatcher | 
         return None  # not a session with a plan (contextmesh-mcp says what is wrong with it)
     if record is None:
         return None
-    return mcp_dispatch.PrefectDispatcher(record, wait=wait or mcp_dispatch.DEFAULT_WAIT)
+    return deployment_dispatcher.PrefectDispatcher(record, wait=wait or deployment_dispatcher.DEFAULT_WAIT)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

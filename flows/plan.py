@@ -10,7 +10,7 @@ from typing import Any
 
 from prefect import flow
 
-from contextmesh.orchestration.flows import Mode, plan_flow_options, run_plan_round
+from contextmesh.orchestration.flow_bodies import Mode, plan_flow_options, run_plan_round
 from registry import build_registry
 
 

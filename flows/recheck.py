@@ -11,7 +11,7 @@ from typing import Any
 
 from prefect import flow
 
-from contextmesh.orchestration.flows import recheck_flow_options, run_recheck
+from contextmesh.orchestration.flow_bodies import recheck_flow_options, run_recheck
 from contextmesh.orchestration.resume import ResumeTrigger
 from registry import build_registry
 

@@ -11,7 +11,7 @@ from typing import Any
 
 from prefect import flow
 
-from contextmesh.orchestration.flows import repair_flow_options, run_repair
+from contextmesh.orchestration.flow_bodies import repair_flow_options, run_repair
 from registry import build_registry
 
 

@@ -15,8 +15,8 @@ import os
 from pathlib import Path
 
 from contextmesh.demo.auth import register_demo
-from contextmesh.demo.session import default_feed
-from contextmesh.execution.registry import TaskRegistry
+from contextmesh.demo.saved import default_feed
+from contextmesh.execution.task_registry import TaskRegistry
 
 __all__ = ["FEED_ENV", "build_registry", "feed_path"]
 

@@ -16,13 +16,13 @@ from dataclasses import dataclass
 
 from hypothesis import strategies as st
 
-from contextmesh.assumptions import AssumptionLedger
-from contextmesh.decisions import DecisionLog
-from contextmesh.errors import IdentityError
+from contextmesh.belief.assumptions import AssumptionLedger
+from contextmesh.belief.decisions import DecisionLog
+from contextmesh.core.errors import IdentityError
+from contextmesh.core.graph import ContextGraph
+from contextmesh.core.model import NodeRecord, Provenance
+from contextmesh.core.ontology import ONTOLOGY, Ontology, graph_md_path, parse_ontology
 from contextmesh.formats.graph_file import dump_graph
-from contextmesh.graph import ContextGraph
-from contextmesh.model import NodeRecord, Provenance
-from contextmesh.ontology import ONTOLOGY, Ontology, graph_md_path, parse_ontology
 
 __all__ = [
     "BeliefGraph",

@@ -15,13 +15,13 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from contextmesh.core.graph import ContextGraph
 from contextmesh.demo.auth import ADVISORY_TEXT, DEFAULT_KEYS, PLAN_NAME, declare_plan, publish, register_demo
 from contextmesh.demo.execute import REPAIR_GROUND
 from contextmesh.execution.context import AuditContext, RunContext, Verdict
-from contextmesh.execution.executor import AuditCall, Executor, InProcessExecutor, TaskCall, TaskOutcome
+from contextmesh.execution.in_process import AuditCall, Executor, InProcessExecutor, TaskCall, TaskOutcome
 from contextmesh.execution.plan import Runner
-from contextmesh.execution.registry import TaskRegistry
-from contextmesh.graph import ContextGraph
+from contextmesh.execution.task_registry import TaskRegistry
 
 __all__ = [
     "AUDITOR",

@@ -27,13 +27,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from contextmesh import vectors
-from contextmesh.canonical import loads
-from contextmesh.decision_identity import decision_fingerprint
+from contextmesh.core import vectors
+from contextmesh.core.canonical import loads
+from contextmesh.core.decision_identity import decision_fingerprint
+from contextmesh.core.graph import ContextGraph
+from contextmesh.core.ids import edge_id, slug
+from contextmesh.core.model import AssumptionRecord, EdgeRecord, NodeRecord, Provenance
 from contextmesh.formats.graph_file import dump_graph
-from contextmesh.graph import ContextGraph
-from contextmesh.ids import edge_id, slug
-from contextmesh.model import AssumptionRecord, EdgeRecord, NodeRecord, Provenance
 
 Doc = dict[str, Any]
 

@@ -26,14 +26,14 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from contextmesh.canonical import file_bytes, loads, sha256_hex
-from contextmesh.demo.session import save_demo_session
+from contextmesh.core.canonical import file_bytes, loads, sha256_hex
+from contextmesh.core.graph import ContextGraph
+from contextmesh.demo.saved import save_demo_session
 from contextmesh.execution.context import RunContext
 from contextmesh.execution.plan import Runner
-from contextmesh.execution.registry import TaskRegistry
-from contextmesh.formats.ledger import GENESIS, entry_digest
-from contextmesh.graph import ContextGraph
-from contextmesh.resolve import Resolver
+from contextmesh.execution.task_registry import TaskRegistry
+from contextmesh.formats.run_ledger import GENESIS, entry_digest
+from contextmesh.knowledge.resolve import Resolver
 from contextmesh.session.commit import commit_generation, latest_generation
 from contextmesh.session.layout import MANIFEST, Companion, Manifest, companion_name, manifest_name
 from contextmesh.session.load import Loaded, load_directory

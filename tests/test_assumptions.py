@@ -7,13 +7,13 @@ from collections.abc import Callable
 import pytest
 from belief_graphs import add_claim, add_evidence, add_source, snapshot
 
-from contextmesh.assumptions import AssumptionLedger
-from contextmesh.decisions import DecisionLog
-from contextmesh.errors import BeliefError, NotFoundError
+from contextmesh.belief.assumptions import AssumptionLedger
+from contextmesh.belief.decisions import DecisionLog
+from contextmesh.core.errors import BeliefError, NotFoundError
+from contextmesh.core.graph import ContextGraph
+from contextmesh.core.ids import slug
+from contextmesh.core.model import Provenance
 from contextmesh.formats.graph_file import dump_graph, load_graph
-from contextmesh.graph import ContextGraph
-from contextmesh.ids import slug
-from contextmesh.model import Provenance
 
 # Two statements with the same slug id (same readable body, same 6-hex SHA-1 tail), found offline.
 COLLIDING = ("thE CAChe is warm", "The CAcHE Is Warm")

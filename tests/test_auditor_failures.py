@@ -7,13 +7,13 @@ from typing import Any
 import pytest
 from execution_helpers import Calls, counting_worker
 
-from contextmesh.evidence import submit
+from contextmesh.belief.evidence import submit
+from contextmesh.core.graph import ContextGraph
 from contextmesh.execution.boundary import AuditContractError
 from contextmesh.execution.context import AuditContext, Verdict
 from contextmesh.execution.plan import Runner
-from contextmesh.execution.registry import TaskRegistry
+from contextmesh.execution.task_registry import TaskRegistry
 from contextmesh.formats.graph_file import dump_graph
-from contextmesh.graph import ContextGraph
 
 
 class Switch:

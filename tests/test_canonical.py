@@ -1,4 +1,4 @@
-"""The invariants of contextmesh/canonical.py: one JSON form, RFC 8785 digests, strict loading."""
+"""The invariants of contextmesh/core/canonical.py: one JSON form, RFC 8785 digests, strict loading."""
 
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ import orjson
 import pytest
 import rfc8785
 
-from contextmesh import canonical
-from contextmesh.canonical import (
+from contextmesh.core import canonical
+from contextmesh.core.canonical import (
     MAX_SAFE_INTEGER,
     canonical_bytes,
     digest,
@@ -23,7 +23,7 @@ from contextmesh.canonical import (
     loads,
     sha256_hex,
 )
-from contextmesh.errors import CanonicalError, InputError
+from contextmesh.core.errors import CanonicalError, InputError
 
 PACKAGE = Path(__file__).resolve().parents[1] / "contextmesh"
 
@@ -253,20 +253,20 @@ def serialisation_offences(source: str) -> list[str]:
 
 def test_only_canonical_py_serialises_or_hashes() -> None:
     modules = list(package_modules())
-    assert PACKAGE / "canonical.py" in modules
+    assert PACKAGE / "core" / "canonical.py" in modules
     assert len(modules) > 5
     offenders = {}
     for path in modules:
-        if path == PACKAGE / "canonical.py":
+        if path == PACKAGE / "core" / "canonical.py":
             continue
         found = serialisation_offences(path.read_text(encoding="utf-8"))
         if found:
             offenders[str(path.relative_to(PACKAGE.parent))] = found
-    assert offenders == {}, "only contextmesh/canonical.py may call orjson.dumps/json.dumps or use hashlib"
+    assert offenders == {}, "only contextmesh/core/canonical.py may call orjson.dumps/json.dumps or use hashlib"
 
 
 def test_canonical_py_is_the_module_that_does_use_them() -> None:
-    found = serialisation_offences((PACKAGE / "canonical.py").read_text(encoding="utf-8"))
+    found = serialisation_offences((PACKAGE / "core" / "canonical.py").read_text(encoding="utf-8"))
     assert any("hashlib" in f for f in found)
     assert any("orjson.dumps" in f for f in found)
 
@@ -291,7 +291,8 @@ def test_the_serialisation_scan_catches_each_way_of_writing_it(source: str) -> N
 
 def test_the_serialisation_scan_allows_loading_and_the_canonical_api() -> None:
     source = (
-        "import orjson\nimport json\nfrom contextmesh.canonical import digest\norjson.loads(b'1')\njson.loads('1')\n"
+        "import orjson\nimport json\nfrom contextmesh.core.canonical import digest\n"
+        "orjson.loads(b'1')\njson.loads('1')\n"
     )
     assert serialisation_offences(source) == []
 

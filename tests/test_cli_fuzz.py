@@ -276,7 +276,7 @@ def guarded(places: Places, monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[st
 
     monkeypatch.setattr(os, "execv", refuse)
     try:
-        from contextmesh.orchestration import server  # absent from the core-only install
+        from contextmesh.orchestration import local_server as server  # absent from the core-only install
     except ImportError:
         pass
     else:

@@ -11,10 +11,10 @@ from typing import Any
 
 import pytest
 
-from contextmesh.corpus import CorpusError, load_corpus, load_sidecar, parse_date
+from contextmesh.core.errors import InputError
 from contextmesh.demo import CORPUS_PATH, SIDECAR_PATH
-from contextmesh.errors import InputError
-from contextmesh.extract import drop_reason
+from contextmesh.knowledge.corpus import CorpusError, load_corpus, load_sidecar, parse_date
+from contextmesh.knowledge.extract import drop_reason
 
 Data = dict[str, Any]
 

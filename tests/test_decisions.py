@@ -7,14 +7,14 @@ from typing import Any
 import pytest
 from belief_graphs import add_claim, add_entity, add_source, snapshot
 
-from contextmesh.assumptions import AssumptionLedger
-from contextmesh.canonical import file_bytes, loads
-from contextmesh.decision_identity import decision_fingerprint
-from contextmesh.decisions import DecisionLog
-from contextmesh.errors import BeliefError, OntologyError, SnapshotError
+from contextmesh.belief.assumptions import AssumptionLedger
+from contextmesh.belief.decisions import DecisionLog
+from contextmesh.core.canonical import file_bytes, loads
+from contextmesh.core.decision_identity import decision_fingerprint
+from contextmesh.core.errors import BeliefError, OntologyError, SnapshotError
+from contextmesh.core.graph import ContextGraph
+from contextmesh.core.model import Provenance
 from contextmesh.formats.graph_file import dump_graph, load_graph
-from contextmesh.graph import ContextGraph
-from contextmesh.model import Provenance
 
 EXPLICIT = "decision:step-1"
 

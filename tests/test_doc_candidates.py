@@ -6,16 +6,16 @@ from pathlib import Path
 
 import pytest
 
-from contextmesh.canonical import loads
-from contextmesh.corpus import EntitySpec
-from contextmesh.errors import InputError
+from contextmesh.core.canonical import loads
+from contextmesh.core.errors import InputError
 from contextmesh.knowledge.acronyms import acronym_of, find_definitions
 from contextmesh.knowledge.candidates import Candidate, Discovery, discover, fold_entities, suggest_entities
+from contextmesh.knowledge.corpus import EntitySpec
 from contextmesh.knowledge.decoding import DocumentError
 from contextmesh.knowledge.documents import Document, read_document
 from contextmesh.knowledge.entities_file import EntitiesFile, entities_file_bytes, parse_entities
 from contextmesh.knowledge.folder import read_documents, read_folder
-from contextmesh.pipeline import build
+from contextmesh.knowledge.pipeline import build
 
 DATA = Path(__file__).parent / "data" / "documents"
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from contextmesh.canonical import loads
-from contextmesh.corpus import Corpus, EntitySpec, Relation
+from contextmesh.core.canonical import loads
 from contextmesh.knowledge.candidates import suggest_entities
+from contextmesh.knowledge.corpus import Corpus, EntitySpec, Relation
 from contextmesh.knowledge.entities_file import parse_entities
 from contextmesh.knowledge.folder import SIDECAR_NAMES, read_documents, read_folder
 from contextmesh.knowledge.front_matter import FRONT_MATTER_KEYS

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from contextmesh.corpus import Corpus, Relation
+from contextmesh.knowledge.corpus import Corpus, Relation
 from contextmesh.knowledge.documents import ReadWarning
 from contextmesh.knowledge.folder import read_folder
 

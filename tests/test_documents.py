@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from contextmesh.errors import InputError
-from contextmesh.extract import drop_reason
+from contextmesh.core.errors import InputError
 from contextmesh.knowledge.decoding import MAX_DOCUMENT_BYTES, MAX_LINE_CHARS, DocumentError
 from contextmesh.knowledge.documents import MAX_BODY_CHARS, Document, read_document, span_key_prefix
+from contextmesh.knowledge.extract import drop_reason
 
 DATA = Path(__file__).parent / "data" / "documents"
 POSTMORTEM = DATA / "groundstation" / "postmortems" / "2026-02-gs2-lost-pass.md"

@@ -5,13 +5,13 @@ from __future__ import annotations
 import pytest
 from belief_graphs import add_claim, add_evidence, add_source, snapshot
 
-from contextmesh.assumptions import AssumptionLedger
-from contextmesh.canonical import file_bytes, loads
-from contextmesh.decisions import DecisionLog
-from contextmesh.errors import BeliefError, NotFoundError, SnapshotError
+from contextmesh.belief.assumptions import AssumptionLedger
+from contextmesh.belief.decisions import DecisionLog
+from contextmesh.core.canonical import file_bytes, loads
+from contextmesh.core.errors import BeliefError, NotFoundError, SnapshotError
+from contextmesh.core.graph import ContextGraph
+from contextmesh.core.model import Provenance
 from contextmesh.formats.graph_file import dump_graph, load_graph
-from contextmesh.graph import ContextGraph
-from contextmesh.model import Provenance
 
 
 class Bound:

@@ -6,8 +6,8 @@ import os
 import subprocess
 import sys
 
-from contextmesh import vectors
-from contextmesh.embed import DEFAULT_DIMENSIONS, HashedEmbedder, VectorIndex, cosine
+from contextmesh.core import vectors
+from contextmesh.knowledge.embed import DEFAULT_DIMENSIONS, HashedEmbedder, VectorIndex, cosine
 
 TEXTS = [
     "The Index Builder ran out of memory during the nightly rebuild.",
@@ -17,7 +17,7 @@ TEXTS = [
 
 _SCRIPT = """
 import sys
-from contextmesh.embed import HashedEmbedder
+from contextmesh.knowledge.embed import HashedEmbedder
 embedder = HashedEmbedder()
 for text in sys.argv[1:]:
     print(embedder.embed(text))

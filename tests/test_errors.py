@@ -7,8 +7,8 @@ import re
 
 import pytest
 
-from contextmesh import errors
-from contextmesh.errors import CanonicalError, ContextMeshError, InputError, NotFoundError, SnapshotError
+from contextmesh.core import errors
+from contextmesh.core.errors import CanonicalError, ContextMeshError, InputError, NotFoundError, SnapshotError
 
 CLASSES = sorted(
     (obj for _, obj in inspect.getmembers(errors, inspect.isclass) if obj.__module__ == errors.__name__),

@@ -10,11 +10,11 @@ import pytest
 import rfc8785
 from belief_graphs import add_claim, add_source, snapshot
 
-from contextmesh.assumptions import AssumptionLedger
-from contextmesh.errors import BeliefError
-from contextmesh.evidence import MAX_BYTES, MAX_DEPTH, MAX_ITEMS, EvidenceIntakeError, submit
+from contextmesh.belief.assumptions import AssumptionLedger
+from contextmesh.belief.evidence import MAX_BYTES, MAX_DEPTH, MAX_ITEMS, EvidenceIntakeError, submit
+from contextmesh.core.errors import BeliefError
+from contextmesh.core.graph import ContextGraph
 from contextmesh.formats.graph_file import dump_graph, load_graph
-from contextmesh.graph import ContextGraph
 
 
 class Intake:

@@ -17,11 +17,11 @@ import pytest
 import rfc8785
 from execution_helpers import demo_runner
 
-from contextmesh.canonical import file_bytes
+from contextmesh.belief.evidence import submit
+from contextmesh.core.canonical import file_bytes
+from contextmesh.core.ids import slug
 from contextmesh.demo.auth import read_feed
 from contextmesh.demo.execute import Walkthrough, run_walkthrough
-from contextmesh.evidence import submit
-from contextmesh.ids import slug
 
 PLAN = "secure-authentication"
 HASHING_V1 = "decision:secure-authentication-hashing-v1-48f81c"

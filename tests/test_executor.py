@@ -12,17 +12,17 @@ from typing import Any
 import pytest
 from execution_helpers import AUDITOR, WORKER, RecordingExecutor, keyed_runner
 
+from contextmesh.core.graph import ContextGraph
 from contextmesh.execution.context import AuditContext, EvidenceView, RunContext, Verdict
-from contextmesh.execution.executor import (
+from contextmesh.execution.in_process import (
     AuditCall,
     InProcessExecutor,
     TaskCall,
     TaskTimeoutError,
 )
 from contextmesh.execution.plan import Runner
-from contextmesh.execution.registry import TaskRegistry
+from contextmesh.execution.task_registry import TaskRegistry
 from contextmesh.formats.graph_file import dump_graph
-from contextmesh.graph import ContextGraph
 
 PLAIN = (dict, list, str, int, float, bool, type(None))
 
@@ -154,7 +154,7 @@ def test_audit_outcomes_come_back_in_call_order() -> None:
 
 
 def test_an_executor_width_is_a_whole_number_from_one() -> None:
-    from contextmesh.errors import ExecutionError
+    from contextmesh.core.errors import ExecutionError
 
     for width in (0, -1, True, 1.5):
         with pytest.raises(ExecutionError, match="width"):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from contextmesh.extract import MIN_WORDS, drop_reason
+from contextmesh.knowledge.extract import MIN_WORDS, drop_reason
 
 NO_STOP = "does not end with a full stop"
 QUESTION = "contains a question"

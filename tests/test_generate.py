@@ -10,12 +10,12 @@ from collections import Counter, deque
 
 import pytest
 
-from contextmesh.errors import IdentityError
+from contextmesh.core.errors import IdentityError
+from contextmesh.core.graph import ContextGraph
+from contextmesh.core.ids import is_auto_decision_id
+from contextmesh.core.model import EdgeRecord, NodeRecord, construct_record
+from contextmesh.core.ontology import ONTOLOGY
 from contextmesh.formats.graph_file import dump_graph, load_graph
-from contextmesh.graph import ContextGraph
-from contextmesh.ids import is_auto_decision_id
-from contextmesh.model import EdgeRecord, NodeRecord, construct_record
-from contextmesh.ontology import ONTOLOGY
 from contextmesh.testing import TYPE_MIX, generate_graph, plant_closure
 
 SMALL = 600  # big enough for every edge recipe and a few hubs, small enough to stay fast

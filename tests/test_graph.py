@@ -6,10 +6,10 @@ from typing import Any
 
 import pytest
 
-from contextmesh.errors import CanonicalError, IdentityError, NotFoundError, OntologyError
-from contextmesh.graph import ContextGraph
-from contextmesh.model import NodeRecord, Provenance
-from contextmesh.ontology import ONTOLOGY
+from contextmesh.core.errors import CanonicalError, IdentityError, NotFoundError, OntologyError
+from contextmesh.core.graph import ContextGraph
+from contextmesh.core.model import NodeRecord, Provenance
+from contextmesh.core.ontology import ONTOLOGY
 
 PROV = Provenance(source_id="source:doc")
 OTHER_PROV = Provenance(source_id="source:other")

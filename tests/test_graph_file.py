@@ -14,14 +14,14 @@ import graph_file_cases as cases
 import pytest
 import rfc8785
 
-from contextmesh import vectors
-from contextmesh.decision_identity import decision_fingerprint
-from contextmesh.errors import CanonicalError, ContextMeshError, SnapshotError
+from contextmesh.core import vectors
+from contextmesh.core.decision_identity import decision_fingerprint
+from contextmesh.core.errors import CanonicalError, ContextMeshError, SnapshotError
+from contextmesh.core.graph import ContextGraph
+from contextmesh.core.ids import edge_id
+from contextmesh.core.model import Provenance
+from contextmesh.core.ontology import ONTOLOGY
 from contextmesh.formats.graph_file import dump_graph, graph_to_dict, load_graph, ontology_digest
-from contextmesh.graph import ContextGraph
-from contextmesh.ids import edge_id
-from contextmesh.model import Provenance
-from contextmesh.ontology import ONTOLOGY
 
 # -- the valid file ---------------------------------------------------------------------------------
 

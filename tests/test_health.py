@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import pytest
 
+from contextmesh.core.graph import ContextGraph
+from contextmesh.core.model import Provenance
 from contextmesh.demo.knowledge import DemoWorld, break_sizing_assumption, build_world
-from contextmesh.graph import ContextGraph
-from contextmesh.health import SIGNAL_KINDS, HealthReport, Signal, check
-from contextmesh.model import Provenance
-from contextmesh.resolve import Resolver
-from contextmesh.traverse import DEAD_END_REASONS, Walker
+from contextmesh.knowledge.health import SIGNAL_KINDS, HealthReport, Signal, check
+from contextmesh.knowledge.resolve import Resolver
+from contextmesh.knowledge.traverse import DEAD_END_REASONS, Walker
 
 
 @pytest.fixture(scope="module")
@@ -152,7 +152,7 @@ def test_near_misses_below_the_threshold_are_the_unresolved_entities_count() -> 
 
 
 def test_an_assumption_not_rechecked_for_many_rounds_is_stale() -> None:
-    from contextmesh.assumptions import AssumptionLedger
+    from contextmesh.belief.assumptions import AssumptionLedger
 
     graph, _ = _tiny()
     record = AssumptionLedger(graph).assume("Hosts are trusted", created_by="test")

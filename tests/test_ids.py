@@ -6,7 +6,7 @@ import hashlib
 
 import pytest
 
-from contextmesh.ids import AUTO_DECISION_PREFIX, MAX_KEY_LENGTH, edge_id, is_auto_decision_id, key_problem, slug
+from contextmesh.core.ids import AUTO_DECISION_PREFIX, MAX_KEY_LENGTH, edge_id, is_auto_decision_id, key_problem, slug
 
 
 def sha1_6(text: str) -> str:

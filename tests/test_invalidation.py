@@ -23,14 +23,14 @@ from belief_graphs import (
 )
 from hypothesis import given, settings
 
-from contextmesh.assumptions import AssumptionLedger
-from contextmesh.canonical import digest
-from contextmesh.decisions import DecisionLog
+from contextmesh.belief.assumptions import AssumptionLedger
+from contextmesh.belief.decisions import DecisionLog
+from contextmesh.belief.invalidation import PRESERVED_LIST_LIMIT, blast_radius
+from contextmesh.core.canonical import digest
+from contextmesh.core.graph import ContextGraph
+from contextmesh.core.model import Provenance
+from contextmesh.core.ontology import ONTOLOGY, Ontology
 from contextmesh.formats.graph_file import graph_from_dict, graph_to_dict
-from contextmesh.graph import ContextGraph
-from contextmesh.invalidation import PRESERVED_LIST_LIMIT, blast_radius
-from contextmesh.model import Provenance
-from contextmesh.ontology import ONTOLOGY, Ontology
 
 # GRAPH.md's Invalidation column, written out by hand so the reference does not trust the parser.
 DEFAULT_DIRECTIONS = {"derived_from": "backward", "depends_on": "backward", "produces": "forward"}

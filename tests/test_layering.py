@@ -1,4 +1,4 @@
-"""Imports inside ``contextmesh/`` point down the layer table only (ARCHITECTURE.md, "Layers").
+"""Imports inside ``contextmesh/`` point down the layer table only (docs/architecture.md, "Layers").
 
 Every module under ``contextmesh/`` is parsed with ``ast``; every import is checked, at module
 level or inside a function, ``import x`` or ``from x import y``, relative imports resolved, and
@@ -20,57 +20,21 @@ TOOLING = 100  # may import any layer; no layer-1..10 module may import it
 ROOT = "contextmesh"  # the package __init__: imports layers 1-8; only layers 9-10 and tooling import it
 
 # The one table to edit. A key ending in ".*" covers that package and every module under it.
-LAYERS: dict[str, float] = {
-    # 1 foundations
-    "contextmesh.errors": 1,
-    "contextmesh.canonical": 1,
-    "contextmesh.ids": 1,
-    "contextmesh.vectors": 1,
-    # 2 schema
-    "contextmesh.ontology": 2,
-    "contextmesh.model": 2,
-    # 3 storage
-    "contextmesh.graph": 3,
-    "contextmesh.decision_identity": 3,
-    # 4 knowledge
-    "contextmesh.pipeline": 4,
-    "contextmesh.resolve": 4,
-    "contextmesh.embed": 4,
-    "contextmesh.traverse": 4,
-    "contextmesh.health": 4,
-    "contextmesh.extract": 4,
-    "contextmesh.corpus": 4,
-    "contextmesh.text": 4,  # the tokenizer the knowledge modules share; imports nothing of ours
-    "contextmesh.knowledge.*": 4,
-    # 5 belief
-    "contextmesh.assumptions": 5,
-    "contextmesh.invalidation": 5,
-    "contextmesh.decisions": 5,
-    "contextmesh.evidence": 5,
-    "contextmesh.temporal": 5,
-    "contextmesh.reconstruct": 5,
-    # 6 formats
-    "contextmesh.formats.*": 6,
-    "contextmesh.ledger": 6,
-    # 7 execution
-    "contextmesh.execution.*": 7,
-    # 8 sessions
-    "contextmesh.session.*": 8,
-    # the package __init__ sits between sessions and orchestration
-    ROOT: 8.5,
-    # the bundled demo records belief and runs a plan, so it sits above sessions (docs/adr/0001)
-    "contextmesh.demo.*": 8.7,
-    # 9 orchestration
-    "contextmesh.orchestration.*": 9,
-    # the bridge from MCP's recheck/resume to the served deployments: builds the MCP result models
-    "contextmesh.orchestration.mcp_dispatch": 10,
-    # 10 surfaces
+LAYERS: dict[str, int] = {
+    "contextmesh.core.*": 1,  # errors, canonical bytes, ids, the ontology, records, the graph
+    "contextmesh.knowledge.*": 2,  # documents, text, extraction, resolution, embedding, pipeline, walks, health
+    "contextmesh.belief.*": 3,  # assumptions, invalidation, decisions, evidence, time
+    "contextmesh.formats.*": 4,  # each file format's strict loader and writer
+    "contextmesh.execution.*": 5,  # registry, plan, contexts, executor contract; Prefect-free
+    "contextmesh.session.*": 6,  # generations, commits, the lock, loading
+    "contextmesh.project.*": 7,  # a user's project: contextmesh.toml, its registry and plan
+    ROOT: 8,  # the public API re-exports layers 1-7
+    "contextmesh.orchestration.*": 9,  # the only engine package that imports Prefect
+    "contextmesh.demo.*": 9,  # the bundled demo, an ordinary user of the public API
     "contextmesh.cli.*": 10,
-    "contextmesh.render": 10,
-    "contextmesh.__main__": 10,
     "contextmesh.mcp.*": 10,
     "contextmesh.dashboard.*": 10,
-    # tooling
+    "contextmesh.__main__": 10,
     "contextmesh.testing.*": TOOLING,
 }
 
@@ -174,7 +138,7 @@ def violations(modules: dict[str, Source]) -> list[str]:
 
 def test_every_module_imports_only_its_own_or_a_lower_layer() -> None:
     modules = discover()
-    assert {"contextmesh", "contextmesh.graph", "contextmesh.canonical"} <= set(modules)
+    assert {"contextmesh", "contextmesh.core.graph", "contextmesh.core.canonical"} <= set(modules)
     assert violations(modules) == []
 
 
@@ -183,9 +147,27 @@ def test_the_table_knows_every_module_in_the_tree() -> None:
     assert unknown == []
 
 
-def test_the_package_init_may_import_layers_one_to_eight_only() -> None:
-    assert LAYERS[ROOT] > 8
-    assert LAYERS[ROOT] < min(v for k, v in LAYERS.items() if matches("contextmesh.orchestration.flows", k))
+def test_the_table_has_one_integer_row_per_package_of_the_tree() -> None:
+    packages = {p.name for p in PACKAGE_DIR.iterdir() if (p / "__init__.py").is_file()}
+    rows = {key.split(".")[1] for key in LAYERS if key.endswith(".*")}
+    assert packages <= rows
+    assert all(type(layer) is int for layer in LAYERS.values())
+
+
+def test_the_top_of_the_package_holds_only_packages_and_the_two_entry_modules() -> None:
+    loose = sorted(p.name for p in PACKAGE_DIR.glob("*.py"))
+    assert loose == ["__init__.py", "__main__.py"]
+
+
+def test_the_package_init_sits_above_every_engine_layer_and_below_orchestration() -> None:
+    engine = [
+        v
+        for k, v in LAYERS.items()
+        if k != ROOT
+        and k.split(".")[1] in {"core", "knowledge", "belief", "formats", "execution", "session", "project"}
+    ]
+    assert LAYERS[ROOT] > max(engine)
+    assert LAYERS[ROOT] < LAYERS["contextmesh.orchestration.*"]
 
 
 # -- the checker itself ----------------------------------------------------------------------
@@ -197,32 +179,37 @@ def fake(*pairs: tuple[str, str, bool]) -> list[str]:
 
 def test_an_upward_import_is_caught() -> None:
     found = fake(
-        ("contextmesh.graph", "from contextmesh.pipeline import Pipeline\n", False),
-        ("contextmesh.pipeline", "", False),
+        ("contextmesh.core.graph", "from contextmesh.knowledge.pipeline import Pipeline\n", False),
+        ("contextmesh.knowledge.pipeline", "", False),
     )
-    assert found == ["contextmesh.graph:1 imports contextmesh.pipeline: layer 3 may not import layer 4"]
+    assert found == ["contextmesh.core.graph:1 imports contextmesh.knowledge.pipeline: layer 1 may not import layer 2"]
 
 
 def test_a_function_level_import_is_caught() -> None:
-    found = fake(("contextmesh.canonical", "def f():\n    import contextmesh.graph\n", False))
-    assert found == ["contextmesh.canonical:2 imports contextmesh.graph: layer 1 may not import layer 3"]
+    found = fake(("contextmesh.core.canonical", "def f():\n    import contextmesh.belief.assumptions\n", False))
+    assert found == [
+        "contextmesh.core.canonical:2 imports contextmesh.belief.assumptions: layer 1 may not import layer 3"
+    ]
 
 
 def test_a_relative_import_is_resolved() -> None:
     found = fake(
         ("contextmesh.formats", "", True),
         ("contextmesh.formats.graph_file", "from ..session import store\nfrom . import records\n", False),
-        ("contextmesh.formats.records", "from .. import graph\n", False),
-        ("contextmesh.graph", "", False),
+        ("contextmesh.formats.records", "from ..core import graph\n", False),
+        ("contextmesh.core.graph", "", False),
     )
-    assert found == ["contextmesh.formats.graph_file:1 imports contextmesh.session: layer 6 may not import layer 8"]
+    assert found == ["contextmesh.formats.graph_file:1 imports contextmesh.session: layer 4 may not import layer 6"]
 
 
 def test_from_package_import_name_resolves_to_the_submodule() -> None:
-    ok = fake(("contextmesh.graph", "from contextmesh import vectors\n", False), ("contextmesh.vectors", "", False))
+    ok = fake(
+        ("contextmesh.core.graph", "from contextmesh.core import vectors\n", False),
+        ("contextmesh.core.vectors", "", False),
+    )
     assert ok == []
-    found = fake(("contextmesh.graph", "from contextmesh import ContextGraph\n", False))
-    assert found == ["contextmesh.graph:1 imports contextmesh: layer 3 may not import layer 8.5"]
+    found = fake(("contextmesh.core.graph", "from contextmesh import ContextGraph\n", False))
+    assert found == ["contextmesh.core.graph:1 imports contextmesh: layer 1 may not import layer 8"]
 
 
 def test_a_module_missing_from_the_table_is_caught() -> None:
@@ -237,13 +224,13 @@ def test_importing_a_module_missing_from_the_table_is_caught() -> None:
 
 
 def test_the_package_init_may_not_import_orchestration() -> None:
-    found = fake(("contextmesh", "from contextmesh.orchestration import flows\n", True))
-    assert found == ["contextmesh:1 imports contextmesh.orchestration: layer 8.5 may not import layer 9"]
+    found = fake(("contextmesh", "from contextmesh.orchestration import flow_bodies\n", True))
+    assert found == ["contextmesh:1 imports contextmesh.orchestration: layer 8 may not import layer 9"]
     assert fake(("contextmesh", "from contextmesh.session import Session\n", True)) == []
 
 
 def test_prefect_is_imported_only_under_orchestration() -> None:
-    assert fake(("contextmesh.orchestration.executor", "import prefect\n", False)) == []
+    assert fake(("contextmesh.orchestration.prefect_executor", "import prefect\n", False)) == []
     assert fake(("contextmesh.orchestration", "from prefect import flow\n", True)) == []
     found = fake(("contextmesh.cli", "def run():\n    from prefect.client import get_client\n", False))
     assert found == [
@@ -260,8 +247,8 @@ def test_mcp_is_imported_only_by_the_mcp_server() -> None:
 def test_a_sibling_module_named_like_a_restricted_package_is_not_confused_with_it() -> None:
     found = fake(
         ("contextmesh.execution", "", True),
-        ("contextmesh.execution.registry", "", False),
-        ("contextmesh.execution.plan", "from .registry import TaskRegistry\nfrom . import registry\n", False),
+        ("contextmesh.execution.task_registry", "", False),
+        ("contextmesh.execution.plan", "from .task_registry import TaskRegistry\nfrom . import task_registry\n", False),
         ("contextmesh.mcp", "from . import server\n", True),
         ("contextmesh.mcp.server", "", False),
     )
@@ -275,8 +262,10 @@ def test_deployment_code_is_never_imported(package: str) -> None:
 
 
 def test_a_dynamic_import_by_literal_name_is_checked() -> None:
-    found = fake(("contextmesh.ids", "import importlib\nimportlib.import_module('contextmesh.graph')\n", False))
-    assert found == ["contextmesh.ids:2 imports contextmesh.graph: layer 1 may not import layer 3"]
+    found = fake(
+        ("contextmesh.core.ids", "import importlib\nimportlib.import_module('contextmesh.belief.evidence')\n", False)
+    )
+    assert found == ["contextmesh.core.ids:2 imports contextmesh.belief.evidence: layer 1 may not import layer 3"]
 
 
 def test_tooling_may_import_anything_and_nothing_may_import_tooling() -> None:
@@ -286,5 +275,7 @@ def test_tooling_may_import_anything_and_nothing_may_import_tooling() -> None:
 
 
 def test_same_layer_imports_are_allowed() -> None:
-    assert fake(("contextmesh.decision_identity", "from contextmesh.graph import ContextGraph\n", False)) == []
-    assert fake(("contextmesh.ids", "from contextmesh.canonical import text_hash\n", False)) == []
+    assert (
+        fake(("contextmesh.core.decision_identity", "from contextmesh.core.graph import ContextGraph\n", False)) == []
+    )
+    assert fake(("contextmesh.core.ids", "from contextmesh.core.canonical import text_hash\n", False)) == []

@@ -19,10 +19,10 @@ from typing import Any
 import pytest
 import rfc8785
 
-from contextmesh.canonical import loads
+from contextmesh.core.canonical import loads
+from contextmesh.core.errors import CanonicalError, InputError, SnapshotError
 from contextmesh.demo.execute import run_walkthrough
-from contextmesh.errors import CanonicalError, InputError, SnapshotError
-from contextmesh.formats.ledger import EVENTS, GENESIS, LEDGER_SCHEMA, LEDGER_VERSION, RunLedger, entry_digest
+from contextmesh.formats.run_ledger import EVENTS, GENESIS, LEDGER_SCHEMA, LEDGER_VERSION, RunLedger, entry_digest
 
 ROOT = Path(__file__).resolve().parents[1]
 Doc = dict[str, Any]

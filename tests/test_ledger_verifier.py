@@ -28,10 +28,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from ledger_cases import CASES, Case
 
-from contextmesh.canonical import MAX_DEPTH, loads
+from contextmesh.core.canonical import MAX_DEPTH, loads
+from contextmesh.core.errors import InputError
 from contextmesh.demo.execute import run_walkthrough
-from contextmesh.errors import InputError
-from contextmesh.formats.ledger import RunLedger
+from contextmesh.formats.run_ledger import RunLedger
 
 ROOT = Path(__file__).resolve().parents[1]
 VERIFIER = ROOT / "tools" / "verify_runledger.py"

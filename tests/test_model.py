@@ -1,4 +1,4 @@
-"""The strict records of contextmesh/model.py, and the four pydantic traps its docstring closes."""
+"""The strict records of contextmesh/core/model.py, and the four pydantic traps its docstring closes."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ from typing import Any
 import pytest
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from contextmesh.canonical import loads
-from contextmesh.errors import CanonicalError
-from contextmesh.model import AssumptionRecord, EdgeRecord, NodeRecord, Provenance, error_path, first_problem
+from contextmesh.core.canonical import loads
+from contextmesh.core.errors import CanonicalError
+from contextmesh.core.model import AssumptionRecord, EdgeRecord, NodeRecord, Provenance, error_path, first_problem
 
 
 class PlainStrict(BaseModel):

@@ -1,4 +1,4 @@
-"""One nesting limit for every file, and refusals in document order (``contextmesh/canonical.py``).
+"""One nesting limit for every file, and refusals in document order (``contextmesh/core/canonical.py``).
 
 Every format page states rule 1 of its parse step: arrays and objects nest at most 254 levels
 (the top-level value is level 1), measured on the text before any recursive parser runs, and a
@@ -17,8 +17,8 @@ import orjson
 import pytest
 from graph_file_cases import FIXTURE
 
-from contextmesh.canonical import MAX_DEPTH, ensure_canonical, file_bytes, loads, nesting_depth, text_depth
-from contextmesh.errors import CanonicalError
+from contextmesh.core.canonical import MAX_DEPTH, ensure_canonical, file_bytes, loads, nesting_depth, text_depth
+from contextmesh.core.errors import CanonicalError
 from contextmesh.formats.graph_file import dump_graph, load_graph
 
 

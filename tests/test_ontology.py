@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from contextmesh import ontology as ontology_module
-from contextmesh.errors import OntologyError
-from contextmesh.graph import ContextGraph
-from contextmesh.ontology import ONTOLOGY, EdgeType, NodeType, graph_md_path, load_ontology, parse_ontology
+from contextmesh.core import ontology as ontology_module
+from contextmesh.core.errors import OntologyError
+from contextmesh.core.graph import ContextGraph
+from contextmesh.core.ontology import ONTOLOGY, EdgeType, NodeType, graph_md_path, load_ontology, parse_ontology
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 GRAPH_MD = REPO_ROOT / "GRAPH.md"

@@ -41,7 +41,7 @@ def test_an_installed_wheel_carries_and_parses_graph_md(tmp_path: Path) -> None:
     )
     assert installed.returncode == 0, installed.stderr
     probe = (
-        "import contextmesh, contextmesh.ontology as o; "
+        "import contextmesh, contextmesh.core.ontology as o; "
         "print(o.graph_md_path()); print(len(o.ONTOLOGY.node_types), len(o.ONTOLOGY.edge_types))"
     )
     # Run from an empty directory with only the installed copy first on sys.path.

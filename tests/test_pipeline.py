@@ -9,15 +9,15 @@ import sys
 
 import pytest
 
-from contextmesh.corpus import load_corpus
+from contextmesh.core.errors import OntologyError
+from contextmesh.core.graph import ContextGraph
+from contextmesh.core.ids import slug
+from contextmesh.core.model import Provenance
 from contextmesh.demo import CORPUS_PATH
 from contextmesh.demo.knowledge import DemoWorld, break_sizing_assumption, build_world
-from contextmesh.errors import OntologyError
-from contextmesh.extract import drop_reason
-from contextmesh.graph import ContextGraph
-from contextmesh.ids import slug
-from contextmesh.model import Provenance
-from contextmesh.pipeline import STAGES, BuildResult, build, prune_unwalked
+from contextmesh.knowledge.corpus import load_corpus
+from contextmesh.knowledge.extract import drop_reason
+from contextmesh.knowledge.pipeline import STAGES, BuildResult, build, prune_unwalked
 
 ILLEGAL_PAIR = "rb-2 -mentions-> inc219-3"
 NEVER_WALK_PRUNED = {"source", "assumption", "evidence"}

@@ -9,17 +9,17 @@ from typing import Any
 import pytest
 from execution_helpers import AUDITOR, WORKER, Calls, counting_worker, demo_runner, keyed_runner, walk_to_repair
 
-from contextmesh.assumptions import AssumptionLedger
+from contextmesh.belief.assumptions import AssumptionLedger
+from contextmesh.belief.evidence import submit
+from contextmesh.core.errors import ExecutionError
+from contextmesh.core.graph import ContextGraph
+from contextmesh.core.ids import slug
 from contextmesh.demo.auth import DEFAULT_KEYS, declare_plan
-from contextmesh.errors import ExecutionError
-from contextmesh.evidence import submit
 from contextmesh.execution.context import AuditContext, RunContext, Verdict
-from contextmesh.execution.executor import InProcessExecutor
+from contextmesh.execution.in_process import InProcessExecutor
 from contextmesh.execution.plan import Runner, TaskState
-from contextmesh.execution.registry import RegistryError, TaskRegistry
 from contextmesh.execution.snapshot import snapshot_runner
-from contextmesh.graph import ContextGraph
-from contextmesh.ids import slug
+from contextmesh.execution.task_registry import RegistryError, TaskRegistry
 
 
 def plain(ctx: RunContext) -> dict[str, Any]:

@@ -16,8 +16,8 @@ from typing import Any
 import pytest
 
 from contextmesh.demo.knowledge import DemoWorld, break_sizing_assumption, build_world
-from contextmesh.text import content_stems
-from contextmesh.traverse import DEAD_END_REASONS
+from contextmesh.knowledge.text import content_stems
+from contextmesh.knowledge.traverse import DEAD_END_REASONS
 
 QUESTIONS: list[dict[str, Any]] = json.loads((Path(__file__).parent / "data" / "questions.json").read_text())
 SEED_QUESTIONS = (

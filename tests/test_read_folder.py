@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from contextmesh.corpus import Corpus, load_corpus
 from contextmesh.formats.graph_file import dump_graph
+from contextmesh.knowledge.corpus import Corpus, load_corpus
 from contextmesh.knowledge.decoding import DocumentError
 from contextmesh.knowledge.folder import read_folder
-from contextmesh.pipeline import build
+from contextmesh.knowledge.pipeline import build
 
 DATA = Path(__file__).parent / "data" / "documents"
 GROUND = DATA / "groundstation"
@@ -93,7 +93,7 @@ _DIGEST = """
 import hashlib, sys
 from contextmesh.formats.graph_file import dump_graph
 from contextmesh.knowledge.folder import read_folder
-from contextmesh.pipeline import build
+from contextmesh.knowledge.pipeline import build
 corpus, _ = read_folder(sys.argv[1:])
 print(hashlib.sha256(dump_graph(build(corpus).graph)).hexdigest())
 """

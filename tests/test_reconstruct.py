@@ -6,15 +6,15 @@ from dataclasses import dataclass
 
 import pytest
 
-from contextmesh.assumptions import AssumptionLedger
-from contextmesh.decisions import DecisionLog
+from contextmesh.belief.assumptions import AssumptionLedger
+from contextmesh.belief.decisions import DecisionLog
+from contextmesh.belief.reconstruct import Reconstruction, reconstruct_decision
+from contextmesh.belief.temporal import TemporalError
+from contextmesh.core.errors import NotFoundError
+from contextmesh.core.graph import ContextGraph
+from contextmesh.core.model import Provenance
 from contextmesh.demo.knowledge import DemoWorld, break_sizing_assumption, build_world
-from contextmesh.errors import NotFoundError
 from contextmesh.formats.graph_file import dump_graph
-from contextmesh.graph import ContextGraph
-from contextmesh.model import Provenance
-from contextmesh.reconstruct import Reconstruction, reconstruct_decision
-from contextmesh.temporal import TemporalError
 
 # -- the demo -------------------------------------------------------------------------------
 

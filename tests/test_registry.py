@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from contextmesh.execution import registry as registry_module
-from contextmesh.execution.registry import RegistryError, TaskRegistry
-from contextmesh.ids import MAX_KEY_LENGTH
+from contextmesh.core.ids import MAX_KEY_LENGTH
+from contextmesh.execution import task_registry as registry_module
+from contextmesh.execution.task_registry import RegistryError, TaskRegistry
 
 EXECUTION_DIR = Path(registry_module.__file__).resolve().parent
 REGISTRY_SOURCE = Path(registry_module.__file__).resolve()

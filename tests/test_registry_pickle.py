@@ -1,6 +1,6 @@
 """A TaskRegistry crosses a process boundary only by being rebuilt from deployment code (its recipe).
 
-``contextmesh/execution/registry.py`` invariants 6 and 7: a registry pickles as "call ``build(*args)``"
+``contextmesh/execution/task_registry.py`` invariants 6 and 7: a registry pickles as "call ``build(*args)``"
 with ``build`` stored by reference; without a recipe it refuses with a message that says how to give
 it one; the receiving side checks that the rebuilt table holds the sender's keys.
 """
@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from contextmesh.execution.registry import RegistryError, TaskRegistry
+from contextmesh.execution.task_registry import RegistryError, TaskRegistry
 
 TESTS_DIR = Path(__file__).resolve().parent
 BUILDS: list[tuple[Any, ...]] = []  # every call of build_small in this process, with its args

@@ -6,8 +6,8 @@ import copy
 
 import pytest
 
-from contextmesh.errors import IdentityError
-from contextmesh.resolve import MARGIN, THRESHOLD, WORD_FLOOR, Resolver, block_keys
+from contextmesh.core.errors import IdentityError
+from contextmesh.knowledge.resolve import MARGIN, THRESHOLD, WORD_FLOOR, Resolver, block_keys
 
 
 @pytest.fixture

@@ -19,9 +19,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from contextmesh.canonical import loads
+from contextmesh.core.canonical import loads
+from contextmesh.core.errors import CanonicalError, InputError, SnapshotError
+from contextmesh.core.graph import ContextGraph
 from contextmesh.demo.knowledge import DemoWorld, build_world, round_questions
-from contextmesh.errors import CanonicalError, InputError, SnapshotError
 from contextmesh.formats.resolver_file import (
     METHODS,
     dump_resolver,
@@ -29,9 +30,8 @@ from contextmesh.formats.resolver_file import (
     resolver_from_dict,
     resolver_to_dict,
 )
-from contextmesh.graph import ContextGraph
-from contextmesh.resolve import Resolver, block_keys
-from contextmesh.text import normalize
+from contextmesh.knowledge.resolve import Resolver, block_keys
+from contextmesh.knowledge.text import normalize
 
 Doc = dict[str, Any]
 

@@ -30,15 +30,17 @@ from session_helpers import (
     manifest_doc,
 )
 
-from contextmesh.assumptions import AssumptionLedger
-from contextmesh.canonical import loads, sha256_hex
+from contextmesh.belief.assumptions import AssumptionLedger
 from contextmesh.cli import main
+from contextmesh.core.canonical import loads, sha256_hex
+from contextmesh.core.errors import SessionError
 from contextmesh.demo.auth import ADVISORY_TEXT, DEFAULT_KEYS, publish
 from contextmesh.demo.execute import REPAIR_GROUND
-from contextmesh.demo.session import demo_registry, open_demo_session
-from contextmesh.errors import SessionError
-from contextmesh.health import check
-from contextmesh.resolve import block_keys
+from contextmesh.demo.saved import demo_registry, open_demo_session
+from contextmesh.knowledge.health import check
+from contextmesh.knowledge.resolve import block_keys
+from contextmesh.knowledge.text import normalize
+from contextmesh.knowledge.traverse import DEFAULT_POLICY, Walker, WalkerSettings
 from contextmesh.session.commit import TRACE_ENV
 from contextmesh.session.layout import (
     COMPANIONS,
@@ -50,8 +52,6 @@ from contextmesh.session.layout import (
 )
 from contextmesh.session.load import SessionFileError, load_directory
 from contextmesh.session.session import Session
-from contextmesh.text import normalize
-from contextmesh.traverse import DEFAULT_POLICY, Walker, WalkerSettings
 
 
 @pytest.fixture(scope="module")

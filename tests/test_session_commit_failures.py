@@ -39,9 +39,9 @@ from typing import Any
 import pytest
 from session_helpers import PREAMBLE, build_demo_template, clone, listing, manifest_doc
 
-from contextmesh.canonical import file_bytes, sha256_hex
-from contextmesh.demo.session import demo_registry
-from contextmesh.errors import SessionError
+from contextmesh.core.canonical import file_bytes, sha256_hex
+from contextmesh.core.errors import SessionError
+from contextmesh.demo.saved import demo_registry
 from contextmesh.session.commit import CommitConflictError
 from contextmesh.session.layout import companion_name, manifest_name
 from contextmesh.session.load import load_directory
@@ -74,8 +74,8 @@ _CHILD = """
 import json, resource, signal, sys
 from pathlib import Path
 target, feed, action, size_limit = Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3], int(sys.argv[4])
-from contextmesh.demo.session import open_demo_session, save_demo_session
-from contextmesh.errors import ContextMeshError
+from contextmesh.demo.saved import open_demo_session, save_demo_session
+from contextmesh.core.errors import ContextMeshError
 if size_limit:
     signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit then fails with EFBIG
     resource.setrlimit(resource.RLIMIT_FSIZE, (size_limit, size_limit))

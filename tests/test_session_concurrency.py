@@ -38,7 +38,7 @@ from session_helpers import (
     touch_all,
 )
 
-from contextmesh.demo.session import demo_registry, open_demo_session
+from contextmesh.demo.saved import demo_registry, open_demo_session
 from contextmesh.formats.graph_file import dump_graph
 from contextmesh.formats.resolver_file import dump_resolver
 from contextmesh.session import load as load_module

@@ -30,12 +30,12 @@ from session_helpers import (
     reseal_ledger,
 )
 
-from contextmesh.canonical import file_bytes, loads
+from contextmesh.core.canonical import file_bytes, loads
+from contextmesh.core.errors import ContextMeshError, InputError, SessionError
 from contextmesh.demo.auth import DEFAULT_KEYS
-from contextmesh.errors import ContextMeshError, InputError, SessionError
+from contextmesh.knowledge.text import normalize
 from contextmesh.session.layout import COMPANIONS, manifest_name
 from contextmesh.session.load import SessionFileError, load_directory
-from contextmesh.text import normalize
 
 MANIFEST = manifest_name(1)
 Corrupt = Callable[[Path, Path], Any]  # (session directory, a scratch directory outside it)

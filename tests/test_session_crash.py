@@ -62,7 +62,7 @@ from session_helpers import (
     tiny_registry,
 )
 
-from contextmesh.demo.session import demo_registry, open_demo_session
+from contextmesh.demo.saved import demo_registry, open_demo_session
 from contextmesh.session.commit import CRASH_ENV, TRACE_ENV
 from contextmesh.session.layout import MANIFEST, POINTER_NAME
 from contextmesh.session.load import Loaded, load_directory
@@ -75,8 +75,8 @@ PUBLISHED_AT = COMMIT_STEPS.index("manifest-published")
 CRASH_SCRIPT = """
 import json
 from pathlib import Path
-from contextmesh.canonical import sha256_hex
-from contextmesh.demo.session import demo_registry
+from contextmesh.core.canonical import sha256_hex
+from contextmesh.demo.saved import demo_registry
 from contextmesh.session.session import Session
 directory, feed, expected, question = sys.argv[1:5]
 session = Session.load(Path(directory), registry=demo_registry(Path(feed)), policy="never")

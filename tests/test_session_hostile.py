@@ -10,7 +10,7 @@ session saved as generation 1, one thing broken, the refusal it must get):
   cost gigabytes), a manifest far beyond any real one, a companion far larger than recorded. These
   loads run in a subprocess too, with a timeout and an address-space limit.
 * :data:`DEEP` — every companion and the manifest nested past the one nesting limit
-  (:data:`~contextmesh.canonical.MAX_DEPTH`, 254 levels: the deepest a commit can write back), up to
+  (:data:`~contextmesh.core.canonical.MAX_DEPTH`, 254 levels: the deepest a commit can write back), up to
   past orjson's own 1,024 and far beyond. Each is refused at ``<file>:$``, never with a
   ``RecursionError``, and a graph at exactly the limit loads and commits back.
 
@@ -42,10 +42,10 @@ from session_helpers import (
     run_python,
 )
 
-from contextmesh import canonical
-from contextmesh.canonical import MAX_SAFE_INTEGER, file_bytes, loads
-from contextmesh.demo.session import demo_registry
-from contextmesh.errors import ContextMeshError, SessionError
+from contextmesh.core import canonical
+from contextmesh.core.canonical import MAX_SAFE_INTEGER, file_bytes, loads
+from contextmesh.core.errors import ContextMeshError, SessionError
+from contextmesh.demo.saved import demo_registry
 from contextmesh.execution import snapshot
 from contextmesh.session.layout import COMPANIONS, LOCK_NAME, manifest_name
 from contextmesh.session.load import SessionFileError, load_directory
@@ -80,8 +80,8 @@ _LOAD = """
 import json, resource, sys
 from pathlib import Path
 resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))  # a runaway allocation fails fast
-from contextmesh.demo.session import demo_registry
-from contextmesh.errors import ContextMeshError
+from contextmesh.demo.saved import demo_registry
+from contextmesh.core.errors import ContextMeshError
 from contextmesh.session.load import load_directory
 try:
     loaded = load_directory(Path(sys.argv[1]), registry=demo_registry(Path(sys.argv[2])))
@@ -371,8 +371,8 @@ def test_session_verify_refuses_a_fifo_companion_in_one_line(template: tuple[Pat
 
 _PEEK = """
 import sys
-from contextmesh.errors import ContextMeshError
-from contextmesh.orchestration.served import parse, peek
+from contextmesh.core.errors import ContextMeshError
+from contextmesh.orchestration.served_record import parse, peek
 try:
     peek(sys.argv[1]) if sys.argv[2] == "peek" else parse(__import__("pathlib").Path(sys.argv[1]))
 except ContextMeshError as exc:

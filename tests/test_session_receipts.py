@@ -18,10 +18,10 @@ import pytest
 from execution_helpers import demo_registry
 from session_helpers import build_demo_template, clone, manifest_doc, reseal_ledger
 
-from contextmesh.canonical import digest, loads
+from contextmesh.core.canonical import digest, loads
+from contextmesh.core.errors import SessionError
 from contextmesh.demo.execute import run_session_walkthrough
-from contextmesh.demo.session import open_demo_session
-from contextmesh.errors import SessionError
+from contextmesh.demo.saved import open_demo_session
 from contextmesh.session.load import SessionFileError, load_directory
 
 Receipt = dict[str, Any]

@@ -16,14 +16,14 @@ from typing import Any
 import pytest
 from execution_helpers import demo_registry, demo_runner, walk_to_repair
 
-from contextmesh.canonical import file_bytes, loads
+from contextmesh.core.canonical import file_bytes, loads
+from contextmesh.core.errors import SnapshotError
+from contextmesh.core.ids import slug
 from contextmesh.demo.auth import DEFAULT_KEYS, declare_plan
-from contextmesh.errors import SnapshotError
 from contextmesh.execution.plan import Runner
 from contextmesh.execution.snapshot import dump_runner, load_runner, restore_runner, snapshot_runner
 from contextmesh.formats.graph_file import dump_graph, load_graph
-from contextmesh.formats.ledger import RunLedger
-from contextmesh.ids import slug
+from contextmesh.formats.run_ledger import RunLedger
 
 ARGON2, BCRYPT = DEFAULT_KEYS["argon2"], DEFAULT_KEYS["bcrypt"]
 
@@ -87,12 +87,12 @@ SECOND_PROCESS = r"""
 import hashlib, json, sys
 from pathlib import Path
 
-from contextmesh.canonical import file_bytes
+from contextmesh.core.canonical import file_bytes
 from contextmesh.demo.auth import register_demo
-from contextmesh.execution.registry import TaskRegistry
+from contextmesh.execution.task_registry import TaskRegistry
 from contextmesh.execution.snapshot import dump_runner, load_runner
 from contextmesh.formats.graph_file import dump_graph, load_graph
-from contextmesh.formats.ledger import RunLedger
+from contextmesh.formats.run_ledger import RunLedger
 
 here = Path(sys.argv[1])
 # The library's implementations, taken from a throwaway table; the restoring registry holds only

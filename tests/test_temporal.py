@@ -14,16 +14,16 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from contextmesh.assumptions import AssumptionLedger
-from contextmesh.decisions import DecisionLog
+from contextmesh.belief.assumptions import AssumptionLedger
+from contextmesh.belief.decisions import DecisionLog
+from contextmesh.belief.evidence import submit
+from contextmesh.belief.temporal import TemporalError, as_of_graph, date_of, explain_as_of, node_dates
+from contextmesh.core.errors import InputError
+from contextmesh.core.graph import ContextGraph
+from contextmesh.core.model import Provenance
 from contextmesh.demo.knowledge import DemoWorld, break_sizing_assumption, build_world
-from contextmesh.errors import InputError
-from contextmesh.evidence import submit
 from contextmesh.formats.graph_file import dump_graph, load_graph
-from contextmesh.graph import ContextGraph
-from contextmesh.model import Provenance
-from contextmesh.resolve import Resolver
-from contextmesh.temporal import TemporalError, as_of_graph, date_of, explain_as_of, node_dates
+from contextmesh.knowledge.resolve import Resolver
 
 REJECTED_ON = "2026-11-10"  # the November report's date: the day the assumption fell
 DEMO_QUESTION = "What made the sharding rule wrong?"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from contextmesh.text import STOPWORDS, content_stems, estimate_tokens, normalize, stem, words
+from contextmesh.knowledge.text import STOPWORDS, content_stems, estimate_tokens, normalize, stem, words
 
 
 @pytest.mark.parametrize(

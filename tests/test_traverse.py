@@ -7,13 +7,13 @@ from typing import Any
 
 import pytest
 
-from contextmesh.embed import HashedEmbedder
-from contextmesh.errors import OntologyError
+from contextmesh.core.errors import OntologyError
+from contextmesh.core.graph import ContextGraph
+from contextmesh.core.model import NodeRecord, Provenance
 from contextmesh.formats.graph_file import graph_to_dict
-from contextmesh.graph import ContextGraph
-from contextmesh.model import NodeRecord, Provenance
-from contextmesh.resolve import Resolver
-from contextmesh.traverse import DEAD_END_REASONS, Step, Walker, WalkerSettings
+from contextmesh.knowledge.embed import HashedEmbedder
+from contextmesh.knowledge.resolve import Resolver
+from contextmesh.knowledge.traverse import DEAD_END_REASONS, Step, Walker, WalkerSettings
 
 EMBEDDER = HashedEmbedder(dimensions=64)
 

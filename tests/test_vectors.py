@@ -7,7 +7,7 @@ import math
 
 import pytest
 
-from contextmesh.vectors import MAX_DIMENSIONS, PREFIX, check, decode, dot, encode, quantize
+from contextmesh.core.vectors import MAX_DIMENSIONS, PREFIX, check, decode, dot, encode, quantize
 
 
 def stored(raw: bytes) -> str:

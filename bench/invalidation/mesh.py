@@ -6,7 +6,7 @@ one artefact; one registered worker key runs :func:`invalidation.world.evaluate`
 named in its context, and the first task declaring each fact carries the fact auditor.
 
 A world change is rerun the way an agent would: the changed facts are **submitted as evidence**
-(raw observations, :func:`contextmesh.evidence.submit`), the **recheck flow** runs the standing
+(raw observations, :func:`contextmesh.belief.evidence.submit`), the **recheck flow** runs the standing
 auditors, each of which disproves its ground by citing the observation that contradicts it, the
 tasks whose ground was rejected are **repaired** onto ``fact <f> is <new value>`` (an engine call,
 committed by compare-and-swap), and the **plan flow resumes**: only the stale tasks execute.
@@ -28,12 +28,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from contextmesh.evidence import submit
+from contextmesh.belief.evidence import submit
+from contextmesh.core.graph import ContextGraph
 from contextmesh.execution.context import AuditContext, RunContext, Verdict
 from contextmesh.execution.plan import Runner
-from contextmesh.execution.registry import TaskRegistry
-from contextmesh.graph import ContextGraph
-from contextmesh.resolve import Resolver
+from contextmesh.execution.task_registry import TaskRegistry
+from contextmesh.knowledge.resolve import Resolver
 from contextmesh.session.commit import latest_generation
 from contextmesh.session.layout import manifest_name
 from contextmesh.session.session import Session

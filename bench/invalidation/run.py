@@ -62,7 +62,7 @@ def quiet_client(api: str) -> Callable[[str, int], None]:
     """A function that waits until this process's events are sent and a flow run is recorded."""
     from prefect.events.worker import EventsWorker
 
-    from contextmesh.orchestration.server import wait_recorded
+    from contextmesh.orchestration.local_server import wait_recorded
 
     def wait(flow_run_id: str, runs: int) -> None:
         EventsWorker.instance().wait_until_empty()
@@ -111,7 +111,7 @@ def run_bench(
 ) -> BenchResult:
     """Run every named case (those in ``only``, when given) and the ``extra`` cases ``repeat`` times
     for both contenders against the server at ``api``."""
-    from contextmesh.orchestration.flows import make_plan_flow, make_recheck_flow
+    from contextmesh.orchestration.flow_bodies import make_plan_flow, make_recheck_flow
 
     plan = generate(seed=seed, layers=layers, columns=columns)
     cases = [c for c in named_cases(plan) if only is None or c.key in only] + list(extra)

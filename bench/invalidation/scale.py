@@ -70,11 +70,11 @@ def _in_child(nodes: int, closure_size: int, reps: int, seed: int) -> dict[str, 
     from _common import peak_rss_mb
 
     from contextmesh import testing
-    from contextmesh.assumptions import AssumptionLedger
-    from contextmesh.canonical import canonical_bytes
-    from contextmesh.evidence import submit
-    from contextmesh.formats.ledger import RunLedger
-    from contextmesh.invalidation import render_chain
+    from contextmesh.belief.assumptions import AssumptionLedger
+    from contextmesh.belief.evidence import submit
+    from contextmesh.belief.invalidation import render_chain
+    from contextmesh.core.canonical import canonical_bytes
+    from contextmesh.formats.run_ledger import RunLedger
 
     kept: dict[str, Any] = {}
     real_generate, real_plant = testing.generate_graph, testing.plant_closure

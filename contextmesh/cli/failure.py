@@ -20,8 +20,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TextIO
 
-from contextmesh.canonical import file_bytes
-from contextmesh.errors import ContextMeshError
+from contextmesh.core.canonical import file_bytes
+from contextmesh.core.errors import ContextMeshError
 
 __all__ = [
     "USAGE",

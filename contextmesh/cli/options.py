@@ -22,8 +22,8 @@ import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
 
-from contextmesh.errors import InputError
-from contextmesh.ids import key_problem
+from contextmesh.core.errors import InputError
+from contextmesh.core.ids import key_problem
 
 __all__ = [
     "MAX_INTERVAL",
@@ -162,12 +162,12 @@ class Key:
 
 @dataclass(frozen=True)
 class IsoDate:
-    """A source-time date, ``YYYY-MM-DD`` (the rule :func:`contextmesh.temporal.date_of` applies)."""
+    """A source-time date, ``YYYY-MM-DD`` (the rule :func:`contextmesh.belief.temporal.date_of` applies)."""
 
     kind: str = "date"
 
     def __call__(self, text: str) -> str:
-        from contextmesh.temporal import date_of  # noqa: PLC0415 - the belief layer only when the option is given
+        from contextmesh.belief.temporal import date_of  # noqa: PLC0415 - the belief layer only when the option is given
 
         try:
             date_of(text, "--as-of")
@@ -183,7 +183,7 @@ class EdgePolicy:
     kind: str = "policy"
 
     def __call__(self, text: str) -> tuple[str, ...]:
-        from contextmesh.ontology import ONTOLOGY  # noqa: PLC0415
+        from contextmesh.core.ontology import ONTOLOGY  # noqa: PLC0415
 
         legal = list(ONTOLOGY.edge_types)
         names = tuple(part.strip() for part in text.split(","))

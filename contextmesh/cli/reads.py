@@ -11,7 +11,7 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from contextmesh.cli.failure import UsageError, writing
-from contextmesh.errors import SessionError
+from contextmesh.core.errors import SessionError
 
 if TYPE_CHECKING:
     from contextmesh.demo.knowledge import DemoWorld
@@ -33,7 +33,7 @@ __all__ = [
 
 def schema(_: argparse.Namespace) -> tuple[Any, str]:
     """``contextmesh schema``: the ontology GRAPH.md defines."""
-    from contextmesh.ontology import ONTOLOGY, graph_md_path  # noqa: PLC0415
+    from contextmesh.core.ontology import ONTOLOGY, graph_md_path  # noqa: PLC0415
 
     data: dict[str, Any] = {
         "file": str(graph_md_path()),
@@ -91,7 +91,7 @@ def _one_source(args: argparse.Namespace, command: str) -> None:
 
 def open_session(args: argparse.Namespace, *, policy: str = "every-ask") -> Session:
     """The session ``--session`` (or ``DIR``) names, with the demo registry bound to ``--feed``."""
-    from contextmesh.demo.session import open_demo_session  # noqa: PLC0415
+    from contextmesh.demo.saved import open_demo_session  # noqa: PLC0415
 
     return open_demo_session(args.session, feed=getattr(args, "feed", None), policy=policy)
 
@@ -113,8 +113,8 @@ def _commit_outcome(session: Session) -> tuple[str, str | None]:
 
 def ask(args: argparse.Namespace) -> tuple[Any, str]:
     """``contextmesh ask``: the answer and its path, or the dead end; with ``--session``, committed or not."""
-    from contextmesh.render import render_as_of, render_commit, render_walk  # noqa: PLC0415
-    from contextmesh.temporal import explain_as_of  # noqa: PLC0415
+    from contextmesh.belief.temporal import explain_as_of  # noqa: PLC0415
+    from contextmesh.cli.render import render_as_of, render_commit, render_walk  # noqa: PLC0415
 
     _one_source(args, "ask")
     if args.as_of is not None and args.policy is not None:
@@ -167,9 +167,9 @@ def _median(values: list[float]) -> float:
 
 def demo(args: argparse.Namespace) -> tuple[Any, str]:
     """``contextmesh demo``: build, walk, three questions, the break, a question across it, health."""
+    from contextmesh.cli.render import render_build, render_health, render_invalidation, render_walk  # noqa: PLC0415
     from contextmesh.demo.knowledge import break_sizing_assumption  # noqa: PLC0415
-    from contextmesh.health import check  # noqa: PLC0415
-    from contextmesh.render import render_build, render_health, render_invalidation, render_walk  # noqa: PLC0415
+    from contextmesh.knowledge.health import check  # noqa: PLC0415
 
     world = _world(args, 8)
     walker = world.walker
@@ -225,16 +225,16 @@ def demo(args: argparse.Namespace) -> tuple[Any, str]:
 
 def _lineage_text(world: DemoWorld, assumption_id: str) -> str:
     """The demo's lineage block (``demo`` and ``invalidate`` print the same)."""
-    from contextmesh.assumptions import AssumptionLedger  # noqa: PLC0415
-    from contextmesh.render import render_lineage  # noqa: PLC0415
+    from contextmesh.belief.assumptions import AssumptionLedger  # noqa: PLC0415
+    from contextmesh.cli.render import render_lineage  # noqa: PLC0415
 
     return render_lineage(AssumptionLedger(world.graph), assumption_id)
 
 
 def health(args: argparse.Namespace) -> tuple[Any, str]:
     """``contextmesh health``: the signals that make a graph quietly useless."""
-    from contextmesh.health import check  # noqa: PLC0415
-    from contextmesh.render import render_health  # noqa: PLC0415
+    from contextmesh.cli.render import render_health  # noqa: PLC0415
+    from contextmesh.knowledge.health import check  # noqa: PLC0415
 
     _one_source(args, "health")
     if args.session is not None:
@@ -248,9 +248,9 @@ def health(args: argparse.Namespace) -> tuple[Any, str]:
 
 def invalidate(args: argparse.Namespace) -> tuple[Any, str]:
     """``contextmesh invalidate``: reject the demo's sizing assumption through evidence."""
-    from contextmesh.assumptions import AssumptionLedger  # noqa: PLC0415
+    from contextmesh.belief.assumptions import AssumptionLedger  # noqa: PLC0415
+    from contextmesh.cli.render import render_invalidation, render_lineage  # noqa: PLC0415
     from contextmesh.demo.knowledge import break_in_graph, break_sizing_assumption, load_demo  # noqa: PLC0415
-    from contextmesh.render import render_invalidation, render_lineage  # noqa: PLC0415
 
     _one_source(args, "invalidate")
     if args.session is not None:
@@ -286,7 +286,7 @@ def export(args: argparse.Namespace) -> tuple[Any, str]:
 
 def session_save(args: argparse.Namespace) -> tuple[Any, str]:
     """``contextmesh session save DIR``: the demo, plan round 1 executed, as generation 1 of a new session."""
-    from contextmesh.demo.session import save_demo_session  # noqa: PLC0415
+    from contextmesh.demo.saved import save_demo_session  # noqa: PLC0415
 
     with writing(f"the new session {args.dir}"):
         session = save_demo_session(args.dir, rounds=args.rounds, feed=args.feed)
@@ -296,7 +296,7 @@ def session_save(args: argparse.Namespace) -> tuple[Any, str]:
 
 def session_show(args: argparse.Namespace) -> tuple[Any, str]:
     """``contextmesh session show DIR``: what the newest generation holds, and the commit counters."""
-    from contextmesh.render import render_session  # noqa: PLC0415
+    from contextmesh.cli.render import render_session  # noqa: PLC0415
 
     args.session = args.dir
     data = open_session(args).describe()

@@ -7,9 +7,9 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from contextmesh.canonical import file_bytes
 from contextmesh.cli.failure import classify, emit, json_requested, write
 from contextmesh.cli.parser import build_parser
+from contextmesh.core.canonical import file_bytes
 
 __all__ = ["main"]
 

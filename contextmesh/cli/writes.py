@@ -15,12 +15,12 @@ from typing import TYPE_CHECKING, Any
 
 from contextmesh.cli.failure import UsageError, writing
 from contextmesh.cli.reads import open_session
-from contextmesh.errors import ExecutionError
+from contextmesh.core.errors import ExecutionError
 
 if TYPE_CHECKING:
     from contextmesh.execution.plan import Runner
     from contextmesh.orchestration.deployed import Dispatched
-    from contextmesh.orchestration.served import ServedRecord
+    from contextmesh.orchestration.served_record import ServedRecord
     from contextmesh.session.session import Session
 
 __all__ = ["advisory", "execute", "recheck", "repair", "resume", "serve", "server"]
@@ -30,12 +30,12 @@ DEFAULT_WAIT = 120.0
 
 def execute(args: argparse.Namespace) -> tuple[Any, str]:
     """``contextmesh execute``: the demo plan, its ground broken, repaired, rerun — on Prefect or in-process."""
-    from contextmesh.render import render_walkthrough  # noqa: PLC0415
+    from contextmesh.cli.render import render_walkthrough  # noqa: PLC0415
 
     if args.executor == "prefect":
         return _execute_on_prefect(args)
     from contextmesh.demo.execute import run_session_walkthrough, run_walkthrough  # noqa: PLC0415
-    from contextmesh.execution.executor import InProcessExecutor  # noqa: PLC0415
+    from contextmesh.execution.in_process import InProcessExecutor  # noqa: PLC0415
 
     executor = InProcessExecutor(width=args.threads)
     if args.session is not None:
@@ -47,8 +47,8 @@ def execute(args: argparse.Namespace) -> tuple[Any, str]:
 
 
 def _execute_on_prefect(args: argparse.Namespace) -> tuple[Any, str]:
+    from contextmesh.cli.render import render_walkthrough  # noqa: PLC0415
     from contextmesh.orchestration.commands import execute_on_prefect  # noqa: PLC0415 - Prefect only here
-    from contextmesh.render import render_walkthrough  # noqa: PLC0415
 
     walk, note = execute_on_prefect(args.session, args.feed, threads=args.threads)
     text = render_walkthrough(walk, urls=walk.urls)
@@ -59,7 +59,7 @@ def _execute_on_prefect(args: argparse.Namespace) -> tuple[Any, str]:
 
 def server(args: argparse.Namespace) -> tuple[Any, str]:
     """``contextmesh server start|status|stop``."""
-    from contextmesh.orchestration import server as managed  # noqa: PLC0415
+    from contextmesh.orchestration import local_server as managed  # noqa: PLC0415
 
     if args.action == "start":
         info = managed.start()
@@ -85,8 +85,8 @@ def _served_record(args: argparse.Namespace) -> ServedRecord | None:
         return None
     try:
         from contextmesh.orchestration.deployed import configured_record, require_api  # noqa: PLC0415
-        from contextmesh.orchestration.served import find, peek  # noqa: PLC0415
-        from contextmesh.orchestration.server import configured_api_url  # noqa: PLC0415
+        from contextmesh.orchestration.local_server import configured_api_url  # noqa: PLC0415
+        from contextmesh.orchestration.served_record import find, peek  # noqa: PLC0415
     except ImportError as exc:
         raise ExecutionError(
             f"looking for a served deployment needs Prefect's client, which is not installed ({exc}); "
@@ -213,8 +213,8 @@ def serve(args: argparse.Namespace) -> tuple[Any, str]:
     import os  # noqa: PLC0415
 
     from contextmesh.orchestration.deployed import require_api  # noqa: PLC0415
-    from contextmesh.orchestration.served import peek  # noqa: PLC0415
-    from contextmesh.orchestration.server import configured_api_url  # noqa: PLC0415
+    from contextmesh.orchestration.local_server import configured_api_url  # noqa: PLC0415
+    from contextmesh.orchestration.served_record import peek  # noqa: PLC0415
 
     script = (Path(args.project) / "deployments" / "serve.py").resolve()
     if not script.is_file():

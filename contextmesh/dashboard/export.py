@@ -12,7 +12,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from contextmesh.canonical import file_bytes, sha256_hex
+from contextmesh.core.canonical import file_bytes, sha256_hex
 from contextmesh.dashboard.page import render_page
 from contextmesh.dashboard.payload import DEFAULT_ROUNDS, build_payload
 

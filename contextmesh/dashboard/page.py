@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from importlib.resources import files
 
-from contextmesh.errors import InputError
+from contextmesh.core.errors import InputError
 
 __all__ = ["DATA_CLOSE", "DATA_OPEN", "SCRIPT_SLOT", "render_page", "script_safe"]
 

@@ -9,7 +9,7 @@ Panels and the engine calls behind them (``dashboard/README.md`` says the same f
 
 * ``header`` — ``ContextGraph.type_counts`` / ``edge_counts`` (live and total), ``health.check``;
 * ``build`` — ``BuildReport.to_dict`` (stage counts, admitted / dropped, top drop reasons);
-* ``graph`` — :func:`contextmesh.dashboard.layout.sample` over the graph's records;
+* ``graph`` — :func:`contextmesh.dashboard.marks.sample` over the graph's records;
 * ``hops`` — ``Walker.hop_histogram``; ``traffic`` — ``EdgeRecord.traversals`` summed by type;
 * ``tokens`` — ``Walk.tokens`` / ``Walk.flat_tokens`` and ``Walker.token_ratios``;
 * ``dead_ends`` — ``Walker.dead_end_ledger`` (and the first walk per reason);
@@ -28,17 +28,17 @@ from pathlib import Path
 from statistics import median
 from typing import Any
 
-from contextmesh.dashboard.layout import EDGE_CAP, HEIGHT, NODE_CAP, WIDTH, sample
+from contextmesh.core.graph import ContextGraph
+from contextmesh.dashboard.marks import EDGE_CAP, HEIGHT, NODE_CAP, WIDTH, sample
 from contextmesh.demo.execute import run_walkthrough
 from contextmesh.demo.knowledge import break_sizing_assumption, build_world, round_questions
-from contextmesh.demo.session import open_demo_session
+from contextmesh.demo.saved import open_demo_session
 from contextmesh.execution.plan import Runner, Task
-from contextmesh.formats.ledger import EVENTS
-from contextmesh.graph import ContextGraph
-from contextmesh.health import check
-from contextmesh.pipeline import BuildReport
-from contextmesh.resolve import Resolver
-from contextmesh.traverse import Walker
+from contextmesh.formats.run_ledger import EVENTS
+from contextmesh.knowledge.health import check
+from contextmesh.knowledge.pipeline import BuildReport
+from contextmesh.knowledge.resolve import Resolver
+from contextmesh.knowledge.traverse import Walker
 
 __all__ = ["DEFAULT_ROUNDS", "PAYLOAD_SCHEMA", "PAYLOAD_VERSION", "assemble", "build_payload"]
 

@@ -21,11 +21,11 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from contextmesh.canonical import file_bytes, loads
-from contextmesh.errors import InputError
+from contextmesh.core.canonical import file_bytes, loads
+from contextmesh.core.errors import InputError
 from contextmesh.execution.context import AuditContext, RunContext, Verdict
 from contextmesh.execution.plan import Runner
-from contextmesh.execution.registry import TaskRegistry
+from contextmesh.execution.task_registry import TaskRegistry
 
 __all__ = [
     "ADVISORY_TEXT",

@@ -12,14 +12,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from contextmesh.assumptions import AssumptionLedger
+from contextmesh.belief.assumptions import AssumptionLedger
+from contextmesh.core.errors import ExecutionError
+from contextmesh.core.graph import ContextGraph
+from contextmesh.core.model import NodeRecord
 from contextmesh.demo.auth import ADVISORY_TEXT, DEFAULT_KEYS, PLAN_NAME, declare_plan, publish, register_demo
-from contextmesh.errors import ExecutionError
-from contextmesh.execution.executor import Executor
+from contextmesh.execution.in_process import Executor
 from contextmesh.execution.plan import RecheckReport, RoundReport, Runner
-from contextmesh.execution.registry import TaskRegistry
-from contextmesh.graph import ContextGraph
-from contextmesh.model import NodeRecord
+from contextmesh.execution.task_registry import TaskRegistry
 from contextmesh.session.session import Session
 
 __all__ = ["REPAIR_GROUND", "Walkthrough", "produced", "run_session_walkthrough", "run_walkthrough"]
@@ -108,7 +108,7 @@ def run_session_walkthrough(
     repairs to bcrypt and runs the next round. A session whose plan was already repaired just
     runs one more round (resume).
     """
-    from contextmesh.demo.session import default_feed  # noqa: PLC0415 - a sibling module, imported late
+    from contextmesh.demo.saved import default_feed  # noqa: PLC0415 - a sibling module, imported late
 
     runner = session.runner
     if runner is None:

@@ -9,19 +9,19 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from contextmesh.assumptions import AssumptionLedger
-from contextmesh.canonical import loads
-from contextmesh.corpus import Corpus, Sidecar, load_corpus, load_sidecar
-from contextmesh.decisions import DecisionLog
+from contextmesh.belief.assumptions import AssumptionLedger
+from contextmesh.belief.decisions import DecisionLog
+from contextmesh.belief.evidence import submit
+from contextmesh.belief.invalidation import InvalidationReport
+from contextmesh.core.canonical import loads
+from contextmesh.core.graph import ContextGraph
+from contextmesh.core.ids import slug
+from contextmesh.core.model import Provenance
 from contextmesh.demo import CORPUS_PATH, QUESTIONS_PATH, SIDECAR_PATH
-from contextmesh.embed import HashedEmbedder
-from contextmesh.evidence import submit
-from contextmesh.graph import ContextGraph
-from contextmesh.ids import slug
-from contextmesh.invalidation import InvalidationReport
-from contextmesh.model import Provenance
-from contextmesh.pipeline import BuildResult, Progress, build
-from contextmesh.traverse import FlatBaseline, Walker, WalkerSettings
+from contextmesh.knowledge.corpus import Corpus, Sidecar, load_corpus, load_sidecar
+from contextmesh.knowledge.embed import HashedEmbedder
+from contextmesh.knowledge.pipeline import BuildResult, Progress, build
+from contextmesh.knowledge.traverse import FlatBaseline, Walker, WalkerSettings
 
 __all__ = [
     "REPLACEMENT",

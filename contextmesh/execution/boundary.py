@@ -2,7 +2,7 @@
 
 An exception escaping user code becomes a :class:`TaskCodeError` that names the task, the key and
 the role, and keeps the original as ``__cause__``; a worker's output must be plain JSON data
-(checked by :func:`contextmesh.canonical.ensure_canonical`), because it is copied into the next
+(checked by :func:`contextmesh.core.canonical.ensure_canonical`), because it is copied into the next
 task's inputs and the execution snapshot; an auditor must return a :class:`Verdict`.
 """
 
@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from contextmesh.canonical import ensure_canonical
-from contextmesh.errors import ContextMeshError, ExecutionError
+from contextmesh.core.canonical import ensure_canonical
+from contextmesh.core.errors import ContextMeshError, ExecutionError
 from contextmesh.execution.context import AuditContext, RunContext, Verdict
-from contextmesh.execution.registry import Registration
+from contextmesh.execution.task_registry import Registration
 
 __all__ = ["AuditContractError", "TaskCodeError", "call_auditor", "call_worker"]
 

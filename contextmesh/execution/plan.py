@@ -34,19 +34,19 @@ from enum import StrEnum
 from types import MappingProxyType
 from typing import Any
 
-from contextmesh.assumptions import AssumptionLedger
-from contextmesh.canonical import digest
-from contextmesh.decisions import DecisionLog
-from contextmesh.errors import ExecutionError
+from contextmesh.belief.assumptions import AssumptionLedger
+from contextmesh.belief.decisions import DecisionLog
+from contextmesh.belief.invalidation import InvalidationReport, render_chain
+from contextmesh.core.canonical import digest
+from contextmesh.core.errors import ExecutionError
+from contextmesh.core.graph import ContextGraph
+from contextmesh.core.ids import key_problem, slug
+from contextmesh.core.model import Provenance
 from contextmesh.execution.boundary import AuditContractError
 from contextmesh.execution.context import EvidenceView, Verdict
-from contextmesh.execution.executor import AuditCall, Executor, InProcessExecutor, TaskCall, TaskOutcome
-from contextmesh.execution.registry import TaskRegistry
-from contextmesh.formats.ledger import RunLedger
-from contextmesh.graph import ContextGraph
-from contextmesh.ids import key_problem, slug
-from contextmesh.invalidation import InvalidationReport, render_chain
-from contextmesh.model import Provenance
+from contextmesh.execution.in_process import AuditCall, Executor, InProcessExecutor, TaskCall, TaskOutcome
+from contextmesh.execution.task_registry import TaskRegistry
+from contextmesh.formats.run_ledger import RunLedger
 
 __all__ = ["RecheckReport", "RoundReport", "Runner", "Task", "TaskState"]
 

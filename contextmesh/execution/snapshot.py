@@ -20,15 +20,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from contextmesh.canonical import MAX_SAFE_INTEGER, digest, file_bytes, loads
-from contextmesh.errors import ContextMeshError, SnapshotError
-from contextmesh.execution.executor import Executor
+from contextmesh.core.canonical import MAX_SAFE_INTEGER, digest, file_bytes, loads
+from contextmesh.core.errors import ContextMeshError, SnapshotError
+from contextmesh.core.graph import ContextGraph
+from contextmesh.core.ids import slug
+from contextmesh.execution.in_process import Executor
 from contextmesh.execution.plan import Runner, Task, TaskState
-from contextmesh.execution.registry import TaskRegistry
-from contextmesh.formats.ledger import RunLedger
+from contextmesh.execution.task_registry import TaskRegistry
 from contextmesh.formats.records import check_header, exact_keys, expect_dict, expect_list
-from contextmesh.graph import ContextGraph
-from contextmesh.ids import slug
+from contextmesh.formats.run_ledger import RunLedger
 
 __all__ = [
     "EXECUTION_SCHEMA",

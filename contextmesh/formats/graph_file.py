@@ -28,10 +28,14 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
-from contextmesh import vectors
-from contextmesh.canonical import digest, file_bytes, loads
-from contextmesh.decision_identity import decision_fingerprint
-from contextmesh.errors import ContextMeshError, SnapshotError
+from contextmesh.core import vectors
+from contextmesh.core.canonical import digest, file_bytes, loads
+from contextmesh.core.decision_identity import decision_fingerprint
+from contextmesh.core.errors import ContextMeshError, SnapshotError
+from contextmesh.core.graph import ContextGraph
+from contextmesh.core.ids import edge_id, is_auto_decision_id
+from contextmesh.core.model import AssumptionRecord, EdgeRecord, NodeRecord, Provenance
+from contextmesh.core.ontology import ONTOLOGY, Ontology
 from contextmesh.formats.records import (
     check_header,
     exact_keys,
@@ -39,10 +43,6 @@ from contextmesh.formats.records import (
     expect_list,
     validate_record,
 )
-from contextmesh.graph import ContextGraph
-from contextmesh.ids import edge_id, is_auto_decision_id
-from contextmesh.model import AssumptionRecord, EdgeRecord, NodeRecord, Provenance
-from contextmesh.ontology import ONTOLOGY, Ontology
 
 __all__ = [
     "GRAPH_SCHEMA",

@@ -11,8 +11,8 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from contextmesh.errors import SnapshotError
-from contextmesh.model import first_problem
+from contextmesh.core.errors import SnapshotError
+from contextmesh.core.model import first_problem
 
 __all__ = ["check_header", "exact_keys", "expect_dict", "expect_list", "field_path", "validate_record"]
 

@@ -39,12 +39,12 @@ from __future__ import annotations
 from dataclasses import fields
 from typing import Any
 
-from contextmesh.canonical import file_bytes, loads
-from contextmesh.errors import SnapshotError
+from contextmesh.core.canonical import file_bytes, loads
+from contextmesh.core.errors import SnapshotError
+from contextmesh.core.graph import ContextGraph
 from contextmesh.formats.records import check_header, exact_keys, expect_dict, expect_list
-from contextmesh.graph import ContextGraph
-from contextmesh.resolve import ResolutionRecord, Resolver, block_keys
-from contextmesh.text import normalize
+from contextmesh.knowledge.resolve import ResolutionRecord, Resolver, block_keys
+from contextmesh.knowledge.text import normalize
 
 __all__ = [
     "METHODS",

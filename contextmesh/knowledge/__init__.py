@@ -1,8 +1,8 @@
 """Knowledge from a person's own documents: a folder of Markdown and plain text read into a corpus.
 
-The modules here read untrusted files and nothing else: bytes in, a :class:`contextmesh.corpus.Corpus`
+The modules here read untrusted files and nothing else: bytes in, a :class:`contextmesh.knowledge.corpus.Corpus`
 out, with a list of warnings a caller can print. They write no graph and keep no state; the build
-pipeline (:mod:`contextmesh.pipeline`) turns the corpus into a graph.
+pipeline (:mod:`contextmesh.knowledge.pipeline`) turns the corpus into a graph.
 
 * :mod:`~contextmesh.knowledge.decoding` — the byte-level rules (size, UTF-8, control characters,
   line length) every document passes before it is parsed;

@@ -19,7 +19,7 @@ a missing one, because a wrong merge corrupts every walk:
 7. an identifier or undefined acronym only ever written inside a longer capitalised phrase
    (``HA-400`` in ``Halden HA-400``) is held back: the phrase names the thing;
 8. anything else is held back with its reason; last, the admitted entities are registered in a
-   scratch :class:`~contextmesh.resolve.Resolver`, and one it refuses is held back too, so the
+   scratch :class:`~contextmesh.knowledge.resolve.Resolver`, and one it refuses is held back too, so the
    pipeline's RESOLVE stage never meets a surface that means two entities.
 
 Discovered entities follow the file's, sorted by name, so a new document never reorders them.
@@ -34,16 +34,16 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from contextmesh.canonical import file_bytes
-from contextmesh.corpus import EntitySpec
-from contextmesh.errors import IdentityError
-from contextmesh.ids import slug
+from contextmesh.core.canonical import file_bytes
+from contextmesh.core.errors import IdentityError
+from contextmesh.core.ids import slug
+from contextmesh.knowledge.corpus import EntitySpec
 from contextmesh.knowledge.decoding import DocumentError
 from contextmesh.knowledge.discovery import Candidate, Discovery, compound_shape, discover
 from contextmesh.knowledge.documents import Document
 from contextmesh.knowledge.entities_file import EntitiesFile, entities_file_bytes
-from contextmesh.resolve import Resolver
-from contextmesh.text import normalize
+from contextmesh.knowledge.resolve import Resolver
+from contextmesh.knowledge.text import normalize
 
 __all__ = [
     "Candidate",

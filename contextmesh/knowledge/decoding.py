@@ -26,7 +26,7 @@ import re
 import stat
 from pathlib import Path
 
-from contextmesh.corpus import CorpusError
+from contextmesh.knowledge.corpus import CorpusError
 
 __all__ = ["MAX_DOCUMENT_BYTES", "MAX_LINE_CHARS", "DocumentError", "decode_document", "read_bounded"]
 

@@ -17,7 +17,7 @@ titles or table headers, whose Title Case would make every word a name — and f
 * **names**: single capitalised words inside a sentence, reported but never admitted on their own.
 
 Candidates that fold into one are those the resolver could not tell apart anyway: the same
-:func:`contextmesh.text.normalize` form. Nothing else is merged.
+:func:`contextmesh.knowledge.text.normalize` form. Nothing else is merged.
 
 Every candidate keeps its count, how many of them were inside a sentence, in prose (not a code
 block) or inside a longer phrase, how many documents it is in, where it was first seen and every
@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from contextmesh.knowledge.acronyms import acronym_of, find_definitions
 from contextmesh.knowledge.documents import Document
 from contextmesh.knowledge.sentences import SENTENCE_OPENERS
-from contextmesh.text import normalize
+from contextmesh.knowledge.text import normalize
 
 __all__ = ["Candidate", "Discovery", "compound_shape", "discover"]
 

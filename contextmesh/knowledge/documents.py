@@ -3,7 +3,7 @@
 :func:`read_document` takes a file's name (its path inside the folder, ``/``-separated) and its
 bytes, applies the byte rules (:mod:`~contextmesh.knowledge.decoding`), the front matter
 (:mod:`~contextmesh.knowledge.front_matter`) and the block and inline structure, and returns a
-:class:`Document`: the :class:`~contextmesh.corpus.SourceSpec` (no relations yet — links are
+:class:`Document`: the :class:`~contextmesh.knowledge.corpus.SourceSpec` (no relations yet — links are
 resolved across the folder by :mod:`~contextmesh.knowledge.links`) with what the later passes need
 (line numbers, sections, links, prose for entity discovery, code).
 
@@ -33,9 +33,9 @@ from bisect import bisect_right
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 
-from contextmesh.canonical import text_hash
-from contextmesh.corpus import SourceSpec, SpanSpec
+from contextmesh.core.canonical import text_hash
 from contextmesh.knowledge.blocks import Block, parse_blocks
+from contextmesh.knowledge.corpus import SourceSpec, SpanSpec
 from contextmesh.knowledge.decoding import DocumentError, decode_document
 from contextmesh.knowledge.front_matter import parse_front_matter
 from contextmesh.knowledge.inline import Inline, strip_inline

@@ -11,12 +11,12 @@ entity — the way to take back a wrong suggestion, since discovery runs again o
 
 :func:`parse_entities` is strict, as every loader of untrusted input here: strict JSON (no
 duplicate keys), no unknown field, non-empty text, at most :data:`MAX_ENTITIES_BYTES` bytes, and no
-surface form — compared as the resolver compares them, by :func:`contextmesh.text.normalize` —
+surface form — compared as the resolver compares them, by :func:`contextmesh.knowledge.text.normalize` —
 that means two entities, or that is both an entity's and ignored. A surface with no words
 (``"—"``) is refused, because the resolver could never match it.
 
 :func:`entities_file_bytes` writes the same format one entity to a line, so a person can edit it
-and a diff of it reads line by line; every value in it is serialised by :mod:`contextmesh.canonical`.
+and a diff of it reads line by line; every value in it is serialised by :mod:`contextmesh.core.canonical`.
 """
 
 from __future__ import annotations
@@ -26,10 +26,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from contextmesh.canonical import file_bytes, loads
-from contextmesh.corpus import EntitySpec
+from contextmesh.core.canonical import file_bytes, loads
+from contextmesh.knowledge.corpus import EntitySpec
 from contextmesh.knowledge.decoding import DocumentError, read_bounded
-from contextmesh.text import normalize
+from contextmesh.knowledge.text import normalize
 
 __all__ = ["MAX_ENTITIES_BYTES", "EntitiesFile", "entities_file_bytes", "load_entities", "parse_entities"]
 

@@ -35,8 +35,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from contextmesh.corpus import Corpus, SourceSpec, SpanSpec
 from contextmesh.knowledge.candidates import discover, fold_entities
+from contextmesh.knowledge.corpus import Corpus, SourceSpec, SpanSpec
 from contextmesh.knowledge.decoding import MAX_DOCUMENT_BYTES, DocumentError, read_bounded
 from contextmesh.knowledge.documents import DOCUMENT_SUFFIXES, Document, ReadWarning, read_document
 from contextmesh.knowledge.entities_file import EntitiesFile, load_entities

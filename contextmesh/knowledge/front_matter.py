@@ -20,7 +20,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from contextmesh.corpus import CorpusError, parse_date
+from contextmesh.knowledge.corpus import CorpusError, parse_date
 from contextmesh.knowledge.decoding import DocumentError
 
 __all__ = ["FRONT_MATTER_KEYS", "FrontMatter", "parse_front_matter"]

@@ -1,7 +1,7 @@
 """Links between the documents of a folder, resolved into claim-to-claim relations.
 
 A Markdown link from a sentence to another document of the folder becomes a
-:class:`~contextmesh.corpus.Relation` on that sentence's span. :func:`resolve_links` runs after
+:class:`~contextmesh.knowledge.corpus.Relation` on that sentence's span. :func:`resolve_links` runs after
 every file has been read, so a link may point at any document, earlier or later in the order.
 
 * **Which document.** The destination's path, percent-decoded, relative to the linking file
@@ -37,9 +37,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from urllib.parse import unquote, urlsplit
 
-from contextmesh.corpus import Relation
-from contextmesh.extract import drop_reason
+from contextmesh.knowledge.corpus import Relation
 from contextmesh.knowledge.documents import DOCUMENT_SUFFIXES, DocLink, Document, ReadWarning, SpanInfo
+from contextmesh.knowledge.extract import drop_reason
 
 __all__ = ["RELATION_TITLES", "resolve_links"]
 

@@ -30,7 +30,7 @@ import re
 from bisect import bisect_right
 from collections.abc import Sequence
 
-from contextmesh.text import STOPWORDS
+from contextmesh.knowledge.text import STOPWORDS
 
 __all__ = ["SENTENCE_OPENERS", "split_sentences"]
 

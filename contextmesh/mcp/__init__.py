@@ -7,9 +7,9 @@ Modules, none importing the MCP SDK except the last:
   ``mesh_explain_as_of``, ``mesh_reconstruct_decision``) and their typed results;
 * :mod:`~contextmesh.mcp.writes` — the four controlled writes (``mesh_submit_evidence``,
   ``mesh_recheck``, ``mesh_repair``, ``mesh_resume``), each committed through a lossless clone;
-* :mod:`~contextmesh.mcp.dispatch` — the :class:`~contextmesh.mcp.dispatch.Dispatcher` hook through
+* :mod:`~contextmesh.mcp.write_dispatch` — the :class:`~contextmesh.mcp.write_dispatch.Dispatcher` hook through
   which a Prefect deployment takes over ``mesh_recheck`` and ``mesh_resume``, and its cached probe;
-* :mod:`~contextmesh.mcp.served` — the served session: one lock, reload on another writer's commit;
+* :mod:`~contextmesh.mcp.served_session` — the served session: one lock, reload on another writer's commit;
 * :mod:`~contextmesh.mcp.resources` — ``contextmesh://`` resources;
 * :mod:`~contextmesh.mcp.quoting` — how a refusal shows a client's value (a short prefix, its length);
 * :mod:`~contextmesh.mcp.command` — the command line's arguments, usage rules and the session they name;

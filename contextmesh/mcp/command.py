@@ -9,12 +9,12 @@ import argparse
 import math
 from pathlib import Path
 
-from contextmesh.errors import ContextMeshError
-from contextmesh.execution.registry import TaskRegistry
+from contextmesh.core.errors import ContextMeshError
+from contextmesh.execution.task_registry import TaskRegistry
 from contextmesh.mcp.connections import ConnectionLimits
-from contextmesh.mcp.dispatch import Dispatcher
 from contextmesh.mcp.exposure import TOKEN_ENV
-from contextmesh.mcp.served import ServedSession
+from contextmesh.mcp.served_session import ServedSession
+from contextmesh.mcp.write_dispatch import Dispatcher
 from contextmesh.session.session import POLICIES, Session
 
 __all__ = ["DEFAULT_PORT", "PROG", "check", "open_served", "parser"]

@@ -23,7 +23,7 @@ import stat
 from collections.abc import Mapping
 from pathlib import Path
 
-from contextmesh.errors import InputError
+from contextmesh.core.errors import InputError
 from contextmesh.mcp.quoting import quote
 
 __all__ = [

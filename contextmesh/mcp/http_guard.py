@@ -22,7 +22,7 @@ from typing import Any
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from contextmesh.canonical import sha256_hex, wire_text
+from contextmesh.core.canonical import sha256_hex, wire_text
 from contextmesh.mcp.quoting import QUOTE_CHARS, quote
 
 __all__ = ["BearerAuth", "JsonRpcGuard", "PostOnly", "guarded", "invalid_request_id"]

@@ -5,7 +5,7 @@ Static: ``contextmesh://schema`` (GRAPH.md, text/markdown), ``contextmesh://heal
 counters) and ``contextmesh://assumptions``. Templates: ``contextmesh://node/{node_id}`` (what
 ``mesh_get_node`` returns) and ``contextmesh://assumption/{assumption_id}`` (the record, its
 lineage, and what would fall with it). Every JSON resource is sorted-key JSON from
-:func:`contextmesh.canonical.file_bytes`. Reading a resource changes nothing.
+:func:`contextmesh.core.canonical.file_bytes`. Reading a resource changes nothing.
 """
 
 from __future__ import annotations
@@ -13,8 +13,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from contextmesh.canonical import file_bytes
-from contextmesh.mcp.served import ServedSession
+from contextmesh.core.canonical import file_bytes
+from contextmesh.core.ontology import graph_md_path
+from contextmesh.mcp.served_session import ServedSession
 from contextmesh.mcp.tools import (
     assumption_out,
     mesh_blast_radius,
@@ -22,7 +23,6 @@ from contextmesh.mcp.tools import (
     mesh_lineage,
     node_view,
 )
-from contextmesh.ontology import graph_md_path
 
 __all__ = [
     "RESOURCES",

@@ -58,12 +58,11 @@ from pydantic import ValidationError
 from starlette.types import ASGIApp
 
 from contextmesh import __version__
-from contextmesh.errors import ContextMeshError
-from contextmesh.execution.registry import TaskRegistry
+from contextmesh.core.errors import ContextMeshError
+from contextmesh.execution.task_registry import TaskRegistry
 from contextmesh.mcp import log_lines
 from contextmesh.mcp.command import DEFAULT_PORT, PROG, check, open_served, parser
 from contextmesh.mcp.connections import ConnectionLimits, guarded_protocol
-from contextmesh.mcp.dispatch import Dispatcher
 from contextmesh.mcp.exposure import ExposureError, check_exposure, load_token
 from contextmesh.mcp.http_guard import PostOnly, guarded
 from contextmesh.mcp.quoting import (
@@ -76,9 +75,10 @@ from contextmesh.mcp.quoting import (
     unknown_tool,
 )
 from contextmesh.mcp.resources import RESOURCES, TEMPLATES, assumption_json, node_json
-from contextmesh.mcp.served import ServedSession
+from contextmesh.mcp.served_session import ServedSession
 from contextmesh.mcp.stdio_guard import CheckedLines, Wire, claim_stdin
 from contextmesh.mcp.tools import READ_TOOLS, MeshToolError, ToolSpec
+from contextmesh.mcp.write_dispatch import Dispatcher
 from contextmesh.mcp.writes import WRITE_TOOLS
 
 __all__ = [
@@ -420,7 +420,7 @@ def main(
     except SystemExit as exc:
         return exc.code if isinstance(exc.code, int) else 2
     if args.save is not None:
-        from contextmesh.demo.session import save_demo_session  # noqa: PLC0415
+        from contextmesh.demo.saved import save_demo_session  # noqa: PLC0415
 
         try:
             saved = save_demo_session(args.save, rounds=8 if args.rounds is None else args.rounds, feed=args.feed)

@@ -26,11 +26,15 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, Field
 
-from contextmesh.assumptions import AssumptionLedger
-from contextmesh.errors import ContextMeshError, OntologyError
-from contextmesh.graph import ContextGraph
-from contextmesh.health import check
-from contextmesh.invalidation import PRESERVED_LIST_LIMIT, blast_radius, render_chain
+from contextmesh.belief.assumptions import AssumptionLedger
+from contextmesh.belief.invalidation import PRESERVED_LIST_LIMIT, blast_radius, render_chain
+from contextmesh.belief.reconstruct import reconstruct_decision
+from contextmesh.belief.temporal import explain_as_of
+from contextmesh.core.errors import ContextMeshError, OntologyError
+from contextmesh.core.graph import ContextGraph
+from contextmesh.core.model import AssumptionRecord, EdgeRecord
+from contextmesh.core.ontology import EdgeType
+from contextmesh.knowledge.health import check
 from contextmesh.mcp.models import (
     AskResult,
     AsOfResult,
@@ -45,11 +49,7 @@ from contextmesh.mcp.models import (
     ReconstructionResult,
 )
 from contextmesh.mcp.quoting import quote
-from contextmesh.model import AssumptionRecord, EdgeRecord
-from contextmesh.ontology import EdgeType
-from contextmesh.reconstruct import reconstruct_decision
 from contextmesh.session.session import Session
-from contextmesh.temporal import explain_as_of
 
 __all__ = [
     "READ_TOOLS",

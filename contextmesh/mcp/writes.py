@@ -31,14 +31,14 @@ from typing import Annotated, Any, TypeVar
 
 from pydantic import Field
 
-from contextmesh.canonical import loads
-from contextmesh.errors import ContextMeshError, SessionError
-from contextmesh.evidence import submit
+from contextmesh.belief.evidence import submit
+from contextmesh.core.canonical import loads
+from contextmesh.core.errors import ContextMeshError, SessionError
 from contextmesh.execution.plan import RoundReport, TaskState
 from contextmesh.execution.snapshot import dump_runner, restore_runner
 from contextmesh.formats.graph_file import dump_graph, load_graph
-from contextmesh.formats.ledger import RunLedger
 from contextmesh.formats.resolver_file import dump_resolver, load_resolver
+from contextmesh.formats.run_ledger import RunLedger
 from contextmesh.mcp.models import (
     AnyJson,
     EvidenceOut,
@@ -49,7 +49,7 @@ from contextmesh.mcp.models import (
     SubmitResult,
 )
 from contextmesh.mcp.quoting import quote
-from contextmesh.mcp.served import ServedSession
+from contextmesh.mcp.served_session import ServedSession
 from contextmesh.mcp.tools import MeshToolError, ToolSpec
 from contextmesh.session.commit import CommitConflictError
 from contextmesh.session.lock import SessionLockedError

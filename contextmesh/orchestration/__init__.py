@@ -4,10 +4,10 @@ The only package of the engine that imports ``prefect``; nothing in ``contextmes
 (``import contextmesh`` stays Prefect-free). Import the modules by path:
 
 * :mod:`contextmesh.orchestration.settings` — the environment every Prefect process here gets;
-* :mod:`contextmesh.orchestration.server` — the managed local server (``start`` / ``status`` /
+* :mod:`contextmesh.orchestration.local_server` — the managed local server (``start`` / ``status`` /
   ``stop`` / ``ensure_server``);
-* :mod:`contextmesh.orchestration.executor` — :class:`PrefectExecutor`;
-* :mod:`contextmesh.orchestration.flows` — ``make_plan_flow(registry)``, ``make_recheck_flow(registry)``;
+* :mod:`contextmesh.orchestration.prefect_executor` — :class:`PrefectExecutor`;
+* :mod:`contextmesh.orchestration.flow_bodies` — ``make_plan_flow(registry)``, ``make_recheck_flow(registry)``;
 * :mod:`contextmesh.orchestration.announce` — the disproof event, its receipt artifact and the outbox;
 * :mod:`contextmesh.orchestration.walkthrough` — the execute demo with every round a flow run;
 * :mod:`contextmesh.orchestration.commands` — the calls behind ``contextmesh execute`` (on Prefect)

@@ -31,7 +31,7 @@ from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterKey
 from prefect.events import emit_event
 from prefect.events.worker import EventsWorker
 
-from contextmesh.formats.ledger import LedgerEntry, RunLedger
+from contextmesh.formats.run_ledger import LedgerEntry, RunLedger
 from contextmesh.orchestration.resume import ResumeTrigger
 
 __all__ = ["EVENT", "NAMESPACE", "Announcement", "Outbox", "announce_pending", "announcements", "event_id"]
@@ -157,7 +157,10 @@ def _emit(item: Announcement, *, session_id: str, session_dir: str, plan: str) -
     fallen = [entry["id"] for entry in receipt["invalidated"]]
     related = [
         {"prefect.resource.id": f"contextmesh.session.{session_id}", "prefect.resource.role": "session"},
-        {"prefect.resource.id": f"contextmesh.evidence.{receipt['evidence_id']}", "prefect.resource.role": "evidence"},
+        {
+            "prefect.resource.id": f"contextmesh.evidence.{receipt['evidence_id']}",
+            "prefect.resource.role": "evidence",
+        },
     ]
     related += [
         {"prefect.resource.id": f"contextmesh.node.{node_id}", "prefect.resource.role": "invalidated"}

@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from contextmesh.orchestration import server
+from contextmesh.orchestration import local_server as server
 from contextmesh.orchestration.deployed import require_api
 from contextmesh.orchestration.settings import prepare_environment
 

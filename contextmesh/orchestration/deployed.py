@@ -1,7 +1,7 @@
 """Writes dispatched to a served session's deployments: recheck, repair and resume as flow runs.
 
 Used by the CLI (``contextmesh recheck|repair|resume``) and by the MCP launcher when
-``deployments/serve.py`` serves the session (:mod:`contextmesh.orchestration.served`). Each call
+``deployments/serve.py`` serves the session (:mod:`contextmesh.orchestration.served_record`). Each call
 creates a flow run of the named deployment — a resume under the same idempotency key a recheck
 uses (:mod:`contextmesh.orchestration.resume`), so a resume asked for twice on one ledger head is
 one run — then waits a bounded time. The answer is the flow run's id, UI address and state, and
@@ -19,9 +19,9 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from contextmesh.errors import ExecutionError
+from contextmesh.core.errors import ExecutionError
 from contextmesh.orchestration.resume import ResumeTrigger
-from contextmesh.orchestration.served import ServedRecord, peek
+from contextmesh.orchestration.served_record import ServedRecord, peek
 from contextmesh.orchestration.settings import client_settings
 
 if TYPE_CHECKING:

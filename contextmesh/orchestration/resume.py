@@ -25,7 +25,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from contextmesh.canonical import digest
+from contextmesh.core.canonical import digest
 
 __all__ = ["RETRYABLE", "ResumeTrigger", "idempotency_key"]
 

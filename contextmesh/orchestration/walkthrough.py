@@ -25,21 +25,21 @@ from typing import Any
 
 from prefect.settings import PREFECT_API_URL
 
-from contextmesh.assumptions import AssumptionLedger
+from contextmesh.belief.assumptions import AssumptionLedger
+from contextmesh.core.errors import ExecutionError
 from contextmesh.demo.auth import ADVISORY_TEXT, DEFAULT_KEYS, PLAN_NAME, declare_plan, publish
 from contextmesh.demo.execute import REPAIR_GROUND, Walkthrough
 from contextmesh.demo.knowledge import build_world
-from contextmesh.demo.session import DEMO_CORPUS, default_feed, demo_registry, open_demo_session
-from contextmesh.errors import ExecutionError
+from contextmesh.demo.saved import DEMO_CORPUS, default_feed, demo_registry, open_demo_session
 from contextmesh.execution.plan import RecheckReport, RoundReport, Runner
-from contextmesh.execution.registry import TaskRegistry
-from contextmesh.orchestration.flows import (
+from contextmesh.execution.task_registry import TaskRegistry
+from contextmesh.orchestration.flow_bodies import (
     make_plan_flow,
     make_recheck_flow,
     recheck_report_from,
     round_report_from,
 )
-from contextmesh.orchestration.server import wait_recorded
+from contextmesh.orchestration.local_server import wait_recorded
 from contextmesh.session.commit import latest_generation
 from contextmesh.session.session import Session
 

@@ -40,8 +40,8 @@ import stat
 from collections.abc import Mapping
 from pathlib import Path
 
-from contextmesh.canonical import file_bytes, sha256_hex
-from contextmesh.errors import SessionError
+from contextmesh.core.canonical import file_bytes, sha256_hex
+from contextmesh.core.errors import SessionError
 from contextmesh.session.files import MANIFEST_MAX_BYTES, describe_kind, os_cause, read_regular
 from contextmesh.session.layout import (
     COMPANION_NAME,

@@ -20,7 +20,7 @@ import os
 import stat
 from pathlib import Path
 
-from contextmesh.errors import SessionError, SnapshotError
+from contextmesh.core.errors import SessionError, SnapshotError
 
 __all__ = ["MANIFEST_MAX_BYTES", "SessionFileError", "describe_kind", "os_cause", "read_regular"]
 

@@ -22,9 +22,9 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
-from contextmesh.errors import SnapshotError
+from contextmesh.core.errors import SnapshotError
 from contextmesh.formats.records import check_header, exact_keys, expect_dict
-from contextmesh.traverse import DEFAULT_POLICY, WalkerSettings
+from contextmesh.knowledge.traverse import DEFAULT_POLICY, WalkerSettings
 
 __all__ = [
     "COMPANIONS",

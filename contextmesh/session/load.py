@@ -10,7 +10,7 @@ A genuinely missing or altered file fails at once with its own message.
 The work is bounded by the files' sizes: the manifest is read only up to
 :data:`~contextmesh.session.files.MANIFEST_MAX_BYTES`, a companion only up to the size its manifest
 records (one byte more tells it differs), every document nests at most
-:data:`~contextmesh.canonical.MAX_DEPTH` levels (the deepest a commit can write back; the canonical
+:data:`~contextmesh.core.canonical.MAX_DEPTH` levels (the deepest a commit can write back; the canonical
 loader refuses deeper text before any recursive parser sees it), and no integer in any file drives a
 loop or an allocation.
 
@@ -29,16 +29,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from contextmesh.canonical import loads, sha256_hex
-from contextmesh.errors import InputError, SessionError, SnapshotError
+from contextmesh.core.canonical import loads, sha256_hex
+from contextmesh.core.errors import InputError, SessionError, SnapshotError
+from contextmesh.core.graph import ContextGraph
 from contextmesh.execution.plan import Runner
-from contextmesh.execution.registry import TaskRegistry
 from contextmesh.execution.snapshot import restore_runner
+from contextmesh.execution.task_registry import TaskRegistry
 from contextmesh.formats.graph_file import load_graph
-from contextmesh.formats.ledger import RunLedger
 from contextmesh.formats.resolver_file import load_resolver
-from contextmesh.graph import ContextGraph
-from contextmesh.resolve import Resolver
+from contextmesh.formats.run_ledger import RunLedger
+from contextmesh.knowledge.resolve import Resolver
 from contextmesh.session.commit import latest_generation
 from contextmesh.session.files import MANIFEST_MAX_BYTES, SessionFileError, read_regular
 from contextmesh.session.layout import Manifest, manifest_name, parse_manifest

@@ -28,7 +28,7 @@ import time
 from pathlib import Path
 from types import TracebackType
 
-from contextmesh.errors import SessionError
+from contextmesh.core.errors import SessionError
 from contextmesh.session.files import describe_kind, os_cause
 from contextmesh.session.layout import LOCK_NAME
 

@@ -9,7 +9,7 @@ preserved list disagrees with its count or digest. The rules, in the order they 
 ``docs/formats/session-v3.md`` §8.3 (rules S31-S40).
 
 Not checked: ``task``, ``auditor``, ``reason``, ``blast_radius`` and ``ground.statement`` cite no
-graph id. Beyond :data:`~contextmesh.invalidation.PRESERVED_LIST_LIMIT` ids the receipt carries
+graph id. Beyond :data:`~contextmesh.belief.invalidation.PRESERVED_LIST_LIMIT` ids the receipt carries
 only the count and digest of its preserved list; the ids themselves are not in the file and cannot
 be recovered from a later graph, so only the digest's form is checked.
 """
@@ -19,10 +19,10 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from contextmesh.canonical import digest
-from contextmesh.errors import SnapshotError
-from contextmesh.graph import ContextGraph
-from contextmesh.invalidation import PRESERVED_LIST_LIMIT
+from contextmesh.belief.invalidation import PRESERVED_LIST_LIMIT
+from contextmesh.core.canonical import digest
+from contextmesh.core.errors import SnapshotError
+from contextmesh.core.graph import ContextGraph
 
 __all__ = ["check_receipt"]
 

@@ -28,21 +28,21 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
-from contextmesh.errors import InputError, SessionError
+from contextmesh.core.errors import InputError, SessionError
+from contextmesh.core.graph import ContextGraph
 from contextmesh.execution.plan import Runner
-from contextmesh.execution.registry import TaskRegistry
 from contextmesh.execution.snapshot import dump_runner
-from contextmesh.formats.ledger import RunLedger
+from contextmesh.execution.task_registry import TaskRegistry
 from contextmesh.formats.resolver_file import dump_resolver
-from contextmesh.graph import ContextGraph
-from contextmesh.resolve import Resolver
+from contextmesh.formats.run_ledger import RunLedger
+from contextmesh.knowledge.resolve import Resolver
+from contextmesh.knowledge.traverse import FlatBaseline, Walk, Walker, WalkerSettings
 from contextmesh.session.commit import CommitConflictError, commit_generation, latest_generation
 from contextmesh.session.files import os_cause
 from contextmesh.session.layout import Companion, Manifest
 from contextmesh.session.load import load_directory
 from contextmesh.session.lock import SessionLockedError, create_lock_file
 from contextmesh.session.telemetry import dump_structure, dump_telemetry
-from contextmesh.traverse import FlatBaseline, Walk, Walker, WalkerSettings
 
 __all__ = ["POLICIES", "Session"]
 

@@ -17,11 +17,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from contextmesh.canonical import file_bytes, loads
-from contextmesh.errors import SnapshotError
+from contextmesh.core.canonical import file_bytes, loads
+from contextmesh.core.errors import SnapshotError
+from contextmesh.core.graph import ContextGraph
 from contextmesh.formats.graph_file import collector_paused, graph_to_dict
 from contextmesh.formats.records import check_header, exact_keys, expect_dict, expect_list
-from contextmesh.graph import ContextGraph
 
 __all__ = [
     "TELEMETRY_SCHEMA",

@@ -40,12 +40,12 @@ from itertools import accumulate
 
 from pydantic import JsonValue
 
-from contextmesh import vectors
-from contextmesh.errors import IdentityError, InputError
-from contextmesh.graph import ContextGraph
-from contextmesh.ids import AUTO_DECISION_PREFIX, slug
-from contextmesh.model import AssumptionRecord, Provenance
-from contextmesh.ontology import ONTOLOGY, Ontology
+from contextmesh.core import vectors
+from contextmesh.core.errors import IdentityError, InputError
+from contextmesh.core.graph import ContextGraph
+from contextmesh.core.ids import AUTO_DECISION_PREFIX, slug
+from contextmesh.core.model import AssumptionRecord, Provenance
+from contextmesh.core.ontology import ONTOLOGY, Ontology
 
 __all__ = ["TYPE_MIX", "generate_graph", "plant_closure"]
 

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 from dashboard_browser import chromium, full_page_screenshot, open_rendered, require_browser, severe_console_entries
 
-from contextmesh.canonical import file_bytes, loads
+from contextmesh.core.canonical import file_bytes, loads
 from contextmesh.dashboard.export import export
 from contextmesh.dashboard.page import render_page
 

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from contextmesh.canonical import file_bytes, loads
+from contextmesh.core.canonical import file_bytes, loads
 from contextmesh.dashboard.export import export, render_summary
 from contextmesh.dashboard.page import DATA_CLOSE, DATA_OPEN, render_page, script_safe
-from contextmesh.demo.session import save_demo_session
+from contextmesh.demo.saved import save_demo_session
 
 PACKAGE = Path(__file__).resolve().parents[2] / "contextmesh" / "dashboard"
 HOSTILE = {
@@ -97,7 +97,7 @@ def test_a_session_exports_read_only_with_its_plan_and_ledger(tmp_path: Path) ->
 
 
 def test_a_missing_session_is_refused_with_the_engines_error(tmp_path: Path) -> None:
-    from contextmesh.errors import ContextMeshError
+    from contextmesh.core.errors import ContextMeshError
 
     with pytest.raises(ContextMeshError):
         export(tmp_path / "out", session_dir=tmp_path / "nowhere", rounds=0)

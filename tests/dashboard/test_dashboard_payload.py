@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from contextmesh.canonical import file_bytes, loads, sha256_hex
-from contextmesh.dashboard.layout import FORCE_LIMIT, HEIGHT, WIDTH, layout, sample
+from contextmesh.core.canonical import file_bytes, loads, sha256_hex
+from contextmesh.dashboard.marks import FORCE_LIMIT, HEIGHT, WIDTH, layout, sample
 from contextmesh.dashboard.page import render_page
 from contextmesh.dashboard.payload import DEFAULT_ROUNDS, build_payload
 from contextmesh.demo.execute import run_walkthrough
@@ -45,7 +45,7 @@ def test_committed_page_is_the_inlined_export_of_the_committed_payload() -> None
 
 def test_demo_payload_is_the_same_bytes_under_another_hash_seed(demo_bytes: bytes) -> None:
     probe = (
-        "import sys; from contextmesh.canonical import file_bytes, sha256_hex; "
+        "import sys; from contextmesh.core.canonical import file_bytes, sha256_hex; "
         "from contextmesh.dashboard.payload import build_payload; "
         "sys.stdout.write(sha256_hex(file_bytes(build_payload())))"
     )

@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 from dashboard_browser import chromium, open_rendered, require_browser, severe_console_entries
 
-from contextmesh.canonical import loads
+from contextmesh.core.canonical import loads
 from contextmesh.dashboard.export import export
-from contextmesh.resolve import Resolver
+from contextmesh.knowledge.resolve import Resolver
 from contextmesh.session.session import Session
 from contextmesh.testing import generate_graph
 

@@ -7,7 +7,7 @@ Session fixtures, each started once for this folder and stopped in reverse order
                     the role ``cm``; without them the tests fail, never skip);
 * ``pg_url``        a fresh database for this run (``postgresql+asyncpg://cm:cm@127.0.0.1:5432/…``),
                     dropped at the end;
-* ``prefect_api``   the managed Prefect server of :mod:`contextmesh.orchestration.server` on that
+* ``prefect_api``   the managed Prefect server of :mod:`contextmesh.orchestration.local_server` on that
                     database (own home, free port, no UI); the client side points at it through
                     ``temporary_settings``, and the log and event workers drain before it stops;
 * ``demo``          a demo session saved with ``contextmesh session save DIR --feed FEED``;
@@ -42,7 +42,7 @@ from typing import Any  # noqa: E402
 import pytest  # noqa: E402
 from deploy_helpers import NOTES, ROOT, TIMINGS, alive, pg_cluster, pg_ctl, pg_online, post, stop_group, timed  # noqa: E402
 
-from contextmesh.orchestration import server  # noqa: E402
+from contextmesh.orchestration import local_server as server  # noqa: E402
 from contextmesh.orchestration.settings import client_settings  # noqa: E402
 
 POOL = "contextmesh"

@@ -19,8 +19,8 @@ from prefect import flow
 
 from contextmesh.execution.context import AuditContext, RunContext, Verdict
 from contextmesh.execution.plan import Runner
-from contextmesh.execution.registry import TaskRegistry
-from contextmesh.orchestration.flows import Mode, plan_flow_options, run_plan_round
+from contextmesh.execution.task_registry import TaskRegistry
+from contextmesh.orchestration.flow_bodies import Mode, plan_flow_options, run_plan_round
 
 GATE_ENV = "CONTEXTMESH_TEST_GATE"
 PLAN = "gated-plan"

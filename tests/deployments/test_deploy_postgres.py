@@ -22,7 +22,7 @@ from deploy_helpers import ROOT, flow_run, post, table_rows, task_runs, timed, w
 
 from contextmesh.demo.auth import ADVISORY_TEXT, DEFAULT_KEYS
 from contextmesh.demo.execute import REPAIR_GROUND
-from contextmesh.demo.session import open_demo_session
+from contextmesh.demo.saved import open_demo_session
 from contextmesh.orchestration.announce import announcements
 from contextmesh.orchestration.resume import idempotency_key
 from contextmesh.session.commit import latest_generation

@@ -35,12 +35,12 @@ from deploy_helpers import (
 from gated_plan import PLAN, build_registry, declare
 from prefect import flow
 
+from contextmesh.core.graph import ContextGraph
 from contextmesh.execution.plan import Runner
-from contextmesh.graph import ContextGraph
+from contextmesh.knowledge.resolve import Resolver
 from contextmesh.orchestration.deployed import pending_work
-from contextmesh.orchestration.flows import limit_name
+from contextmesh.orchestration.flow_bodies import limit_name
 from contextmesh.orchestration.resume import ResumeTrigger
-from contextmesh.resolve import Resolver
 from contextmesh.session.commit import latest_generation
 from contextmesh.session.lock import WriterLock
 from contextmesh.session.session import Session

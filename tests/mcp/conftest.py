@@ -13,8 +13,8 @@ prepare_environment()  # before anything imports Prefect: quiet clients, no tele
 import pytest  # noqa: E402
 from mcp_helpers import copy_session  # noqa: E402
 
-from contextmesh.demo.session import save_demo_session  # noqa: E402
-from contextmesh.orchestration import server  # noqa: E402
+from contextmesh.demo.saved import save_demo_session  # noqa: E402
+from contextmesh.orchestration import local_server as server  # noqa: E402
 
 
 @pytest.fixture

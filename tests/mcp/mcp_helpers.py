@@ -20,10 +20,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from contextmesh.demo.session import demo_registry
+from contextmesh.demo.saved import demo_registry
 from contextmesh.formats.graph_file import dump_graph
 from contextmesh.formats.resolver_file import dump_resolver
-from contextmesh.mcp.served import ServedSession
+from contextmesh.mcp.served_session import ServedSession
 from contextmesh.session.session import Session
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -20,7 +20,7 @@ from typing import Any, TypeVar
 
 import httpx
 
-from contextmesh.orchestration import served
+from contextmesh.orchestration import served_record as served
 
 ROOT = Path(__file__).resolve().parents[2]
 SERVE = ROOT / "deployments" / "serve.py"

@@ -19,14 +19,14 @@ from mcp import Client, StdioServerParameters
 from mcp_helpers import LAUNCHER, PYTHON, ROOT, dir_bytes, served_session
 from served_helpers import ServeProcess, flow_runs, get, get_status, post, task_runs, wait_for
 
+from contextmesh.core.ids import slug
 from contextmesh.demo.auth import DEFAULT_KEYS, PLAN_NAME
-from contextmesh.demo.session import demo_registry
-from contextmesh.ids import slug
-from contextmesh.mcp.served import ServedSession
+from contextmesh.demo.saved import demo_registry
+from contextmesh.mcp.deployment_dispatcher import PrefectDispatcher, round_of
+from contextmesh.mcp.served_session import ServedSession
 from contextmesh.mcp.server import build_server
-from contextmesh.orchestration import served
-from contextmesh.orchestration.mcp_dispatch import PrefectDispatcher, round_of
-from contextmesh.orchestration.server import free_port
+from contextmesh.orchestration import served_record as served
+from contextmesh.orchestration.local_server import free_port
 from contextmesh.session.session import Session
 
 pytestmark = [pytest.mark.anyio, pytest.mark.integration]

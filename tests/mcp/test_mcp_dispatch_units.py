@@ -12,13 +12,14 @@ import pytest
 from mcp import Client
 from mcp_helpers import ROOT, dir_bytes, served_session
 
-from contextmesh.errors import ExecutionError
-from contextmesh.mcp.dispatch import ProbeCache
-from contextmesh.mcp.served import ServedSession
+from contextmesh.core.errors import ExecutionError
+from contextmesh.mcp.deployment_dispatcher import PrefectDispatcher
+from contextmesh.mcp.served_session import ServedSession
 from contextmesh.mcp.server import build_server
-from contextmesh.orchestration import deployed, served
+from contextmesh.mcp.write_dispatch import ProbeCache
+from contextmesh.orchestration import deployed
+from contextmesh.orchestration import served_record as served
 from contextmesh.orchestration.deployed import Dispatched
-from contextmesh.orchestration.mcp_dispatch import PrefectDispatcher
 
 pytestmark = pytest.mark.anyio
 NAMES = ("contextmesh-plan/plan", "contextmesh-recheck/recheck", "contextmesh-repair/repair")

@@ -10,16 +10,16 @@ import pytest
 from mcp import Client, MCPError
 from mcp_helpers import QUESTIONS, dir_bytes, served_session, state_bytes, structure, telemetry
 
-from contextmesh.assumptions import AssumptionLedger
+from contextmesh.belief.assumptions import AssumptionLedger
+from contextmesh.belief.invalidation import blast_radius, render_chain
+from contextmesh.belief.reconstruct import reconstruct_decision
+from contextmesh.belief.temporal import explain_as_of
+from contextmesh.core.ids import slug
 from contextmesh.demo.knowledge import load_demo
-from contextmesh.ids import slug
-from contextmesh.invalidation import blast_radius, render_chain
-from contextmesh.mcp.served import ServedSession
+from contextmesh.mcp.served_session import ServedSession
 from contextmesh.mcp.server import build_server
 from contextmesh.mcp.tools import READ_TOOLS
 from contextmesh.mcp.writes import FORBIDDEN_INPUT_NAMES, WRITE_TOOLS
-from contextmesh.reconstruct import reconstruct_decision
-from contextmesh.temporal import explain_as_of
 
 pytestmark = pytest.mark.anyio
 MODES = ["auto", "legacy"]

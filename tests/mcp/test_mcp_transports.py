@@ -15,10 +15,10 @@ import pytest
 from mcp import Client, StdioServerParameters
 from mcp_helpers import ADVISORY, LAUNCHER, PYTHON, QUESTIONS, ROOT, ServerProcess, dir_bytes, telemetry
 
+from contextmesh.core.ids import slug
 from contextmesh.demo.auth import DEFAULT_KEYS, PLAN_NAME, register_demo
-from contextmesh.demo.session import demo_registry
-from contextmesh.execution.registry import TaskRegistry
-from contextmesh.ids import slug
+from contextmesh.demo.saved import demo_registry
+from contextmesh.execution.task_registry import TaskRegistry
 from contextmesh.mcp.server import main
 from contextmesh.session.session import Session
 

@@ -9,16 +9,16 @@ import pytest
 from mcp import Client
 from mcp_helpers import ADVISORY, dir_bytes, served_session, state_bytes
 
+from contextmesh.belief.evidence import submit
+from contextmesh.core.errors import SessionError
 from contextmesh.demo.auth import DEFAULT_KEYS, publish, register_demo
 from contextmesh.demo.knowledge import build_world
-from contextmesh.errors import SessionError
-from contextmesh.evidence import submit
 from contextmesh.execution.context import AuditContext, Verdict
-from contextmesh.execution.registry import TaskRegistry
-from contextmesh.mcp.dispatch import ProbeCache
+from contextmesh.execution.task_registry import TaskRegistry
 from contextmesh.mcp.models import FlowRunOut, RecheckResult, ResumeResult
-from contextmesh.mcp.served import ServedSession
+from contextmesh.mcp.served_session import ServedSession
 from contextmesh.mcp.server import build_server
+from contextmesh.mcp.write_dispatch import ProbeCache
 from contextmesh.mcp.writes import ControlledWriteError, mesh_submit_evidence
 from contextmesh.session.session import Session
 

@@ -1,6 +1,6 @@
 """A real Prefect server on loopback for the orchestration tests, started once and stopped at the end.
 
-The server is the managed server of :mod:`contextmesh.orchestration.server`, in a temporary home
+The server is the managed server of :mod:`contextmesh.orchestration.local_server`, in a temporary home
 (its own ``PREFECT_HOME``), on a free port, analytics off, the recorder batching shortened, no UI.
 The client side points at it through ``temporary_settings`` (never ``os.environ`` after Prefect is
 imported, which Prefect ignores); the log and event workers are drained before the server stops,
@@ -17,7 +17,7 @@ prepare_environment()  # before anything imports Prefect: quiet clients, no tele
 
 import pytest  # noqa: E402
 
-from contextmesh.orchestration import server  # noqa: E402
+from contextmesh.orchestration import local_server as server  # noqa: E402
 from contextmesh.orchestration.settings import client_settings  # noqa: E402
 
 

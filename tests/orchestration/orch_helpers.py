@@ -13,11 +13,11 @@ from typing import Any
 
 import httpx
 
+from contextmesh.core.graph import ContextGraph
 from contextmesh.execution.context import AuditContext, RunContext, Verdict
 from contextmesh.execution.plan import Runner
-from contextmesh.execution.registry import TaskRegistry
-from contextmesh.graph import ContextGraph
-from contextmesh.resolve import Resolver
+from contextmesh.execution.task_registry import TaskRegistry
+from contextmesh.knowledge.resolve import Resolver
 from contextmesh.session.session import Session
 
 TERMINAL = ["COMPLETED", "FAILED", "CANCELLED", "CRASHED"]

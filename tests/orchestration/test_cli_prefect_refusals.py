@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from contextmesh.demo.session import save_demo_session
+from contextmesh.demo.saved import save_demo_session
 from contextmesh.session.commit import latest_generation
 from contextmesh.session.layout import manifest_name
 

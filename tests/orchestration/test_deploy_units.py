@@ -9,12 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from contextmesh.canonical import file_bytes, loads
 from contextmesh.cli import main
+from contextmesh.core.canonical import file_bytes, loads
+from contextmesh.core.errors import ExecutionError
 from contextmesh.demo.auth import ADVISORY_TEXT, DEFAULT_KEYS, publish
-from contextmesh.demo.session import open_demo_session, save_demo_session
-from contextmesh.errors import ExecutionError
-from contextmesh.orchestration import served
+from contextmesh.demo.saved import open_demo_session, save_demo_session
+from contextmesh.orchestration import served_record as served
 from contextmesh.orchestration.resume import idempotency_key
 from contextmesh.session.commit import latest_generation
 

@@ -6,7 +6,7 @@ repaired onto the bcrypt key. The session is copied twice and resumed once on ea
 ``prefect-dask``'s ``DaskTaskRunner`` on a local cluster of two worker processes, and with the
 default thread pool. The resumed layer is 10 tasks wide; every one of its worker and audit runs is
 a Dask task in another process, which rebuilds the registry by importing ``registry/`` (the
-registry pickles as its recipe, never as its callables: ``contextmesh/execution/registry.py``
+registry pickles as its recipe, never as its callables: ``contextmesh/execution/task_registry.py``
 invariants 6 and 7). Both copies must commit the same generation with byte-identical graph files.
 
 The cluster is started by the test (``DaskTaskRunner(address=...)``) rather than by the runner, so
@@ -31,7 +31,7 @@ from orch_helpers import keyed_session, task_runs
 
 from contextmesh.demo.auth import ADVISORY_TEXT, DEFAULT_KEYS, publish
 from contextmesh.execution.plan import Runner
-from contextmesh.orchestration.flows import make_plan_flow, make_recheck_flow
+from contextmesh.orchestration.flow_bodies import make_plan_flow, make_recheck_flow
 from contextmesh.session.layout import MANIFEST
 from contextmesh.session.session import Session
 

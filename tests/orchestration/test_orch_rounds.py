@@ -19,8 +19,8 @@ from orch_helpers import by_role, flow_run, keyed_session, ok_auditor, post, sle
 
 from contextmesh.execution.context import RunContext
 from contextmesh.execution.plan import Runner
-from contextmesh.execution.registry import TaskRegistry
-from contextmesh.orchestration.flows import limit_name, make_plan_flow
+from contextmesh.execution.task_registry import TaskRegistry
+from contextmesh.orchestration.flow_bodies import limit_name, make_plan_flow
 from contextmesh.session.session import Session
 
 pytestmark = pytest.mark.integration
@@ -127,7 +127,7 @@ def test_blocked_tasks_get_no_task_run_and_are_listed_with_their_reasons(prefect
     from orch_helpers import artifacts
 
     from contextmesh.execution.context import AuditContext, Verdict
-    from contextmesh.orchestration.flows import make_recheck_flow
+    from contextmesh.orchestration.flow_bodies import make_recheck_flow
 
     world = {"down": False}
 

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from contextmesh.orchestration import server
+from contextmesh.orchestration import local_server as server
 from contextmesh.orchestration.commands import server_command
 
 pytestmark = pytest.mark.integration
@@ -30,7 +30,7 @@ COMMAND = textwrap.dedent(
     from contextmesh.orchestration.settings import prepare_environment
     prepare_environment()
     from prefect import flow, task
-    from contextmesh.orchestration.server import ensure_server, status
+    from contextmesh.orchestration.local_server import ensure_server, status
 
     @task
     def double(x: int) -> int:

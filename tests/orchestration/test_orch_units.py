@@ -9,15 +9,16 @@ from pathlib import Path
 import pytest
 from prefect.settings.models.root import Settings
 
+from contextmesh.core.errors import ContextMeshError, ExecutionError
+from contextmesh.core.graph import ContextGraph
 from contextmesh.demo.execute import Walkthrough, run_walkthrough
-from contextmesh.errors import ContextMeshError, ExecutionError
 from contextmesh.execution.plan import RoundReport, Runner
-from contextmesh.execution.registry import TaskRegistry
-from contextmesh.graph import ContextGraph
-from contextmesh.orchestration import server, settings
+from contextmesh.execution.task_registry import TaskRegistry
+from contextmesh.orchestration import local_server as server
+from contextmesh.orchestration import settings
 from contextmesh.orchestration.announce import NAMESPACE, announcements, event_id, render_receipt
-from contextmesh.orchestration.executor import identity_tags
-from contextmesh.orchestration.flows import cached_shown, limit_name, recheck_report_from, round_report_from
+from contextmesh.orchestration.flow_bodies import cached_shown, limit_name, recheck_report_from, round_report_from
+from contextmesh.orchestration.prefect_executor import identity_tags
 
 
 @pytest.fixture(scope="module")

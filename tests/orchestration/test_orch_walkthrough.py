@@ -16,7 +16,7 @@ from orch_helpers import artifacts, by_role, events, flow_run, post, task_runs
 
 from contextmesh.demo.auth import ADVISORY_TEXT, DEFAULT_KEYS, publish
 from contextmesh.demo.execute import REPAIR_GROUND, run_session_walkthrough
-from contextmesh.demo.session import open_demo_session, save_demo_session
+from contextmesh.demo.saved import open_demo_session, save_demo_session
 from contextmesh.formats.graph_file import dump_graph
 from contextmesh.orchestration.announce import announcements
 from contextmesh.orchestration.walkthrough import (
@@ -162,8 +162,8 @@ def test_round_tables_list_every_task(walk: PrefectWalkthrough, prefect_api: str
 
 def test_a_pending_announcement_is_re_emitted_with_the_same_id(walk: PrefectWalkthrough, prefect_api: str) -> None:
     """The outbox: drop the delivery mark; the next flow run on the session emits the same event id again."""
-    from contextmesh.demo.session import demo_registry
-    from contextmesh.orchestration.flows import make_plan_flow
+    from contextmesh.demo.saved import demo_registry
+    from contextmesh.orchestration.flow_bodies import make_plan_flow
 
     assert walk.session_dir is not None
     session = open_demo_session(walk.session_dir, feed=walk.feed)

@@ -23,11 +23,11 @@ from typing import Any
 import pytest
 from orch_helpers import artifacts, events, flow_run, post, task_runs
 
-from contextmesh.canonical import loads
 from contextmesh.cli import main
+from contextmesh.core.canonical import loads
 from contextmesh.demo.auth import ADVISORY_TEXT, DEFAULT_KEYS, publish
-from contextmesh.demo.session import open_demo_session, save_demo_session
-from contextmesh.orchestration import served
+from contextmesh.demo.saved import open_demo_session, save_demo_session
+from contextmesh.orchestration import served_record as served
 from contextmesh.orchestration.announce import announcements
 from contextmesh.orchestration.resume import ResumeTrigger
 

@@ -1,0 +1,1 @@
+"""Layer 3, belief: assumptions, invalidation, decisions, evidence, time, reconstruction."""

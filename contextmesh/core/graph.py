@@ -1,0 +1,534 @@
+"""``ContextGraph``: typed nodes and edges over ``networkx.MultiDiGraph``, checked on every write.
+
+The graph keeps records in insertion order and its own per-node adjacency lists, because
+networkx groups parallel edges by neighbour and moves an edge that is re-added; networkx serves
+algorithms (reachability, cycles), never order.
+
+Invariants (each tested in ``tests/test_graph.py``):
+
+1. No code path stores an edge without a type from the ontology, or between a pair of node types
+   the ontology does not list for that type (``untyped_edges`` is always 0).
+2. Every node carries the must-carry names of its type; ``provenance`` is satisfied only by the
+   field, never by an attribute of that name.
+3. A repeat observation (same id, same type, same label) merges; an id already naming a
+   different node or edge is refused; a decision is never merged and never minted here.
+4. Every order-sensitive listing (``out_edges``, ``in_edges``, node iteration) follows insertion
+   order: edges e1(a→x), e2(b→x), e3(a→x) come back from ``in_edges(x)`` as e1, e2, e3.
+5. An explicit-id decision's digest-covered edges are frozen once it is recorded.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Mapping
+from typing import Any
+
+import networkx as nx
+from pydantic import JsonValue
+
+from contextmesh.core import vectors
+from contextmesh.core.canonical import ensure_canonical
+from contextmesh.core.errors import IdentityError, NotFoundError, OntologyError
+from contextmesh.core.ids import edge_id, slug
+from contextmesh.core.model import AssumptionRecord, EdgeRecord, NodeRecord, Provenance, construct_record
+from contextmesh.core.ontology import ONTOLOGY, Ontology
+
+__all__ = ["DIGEST_COVERED", "ContextGraph", "is_digest_covered"]
+
+# Edge types out of an explicit-id decision whose targets its content digest vouches for.
+DIGEST_COVERED = frozenset({"cites", "derived_from", "produces", "supersedes"})
+_FIELD_NAMES = frozenset(NodeRecord.model_fields)
+_INFINITY = float("inf")  # once, not a float() call per edge
+
+
+def is_digest_covered(edge_type: str, target_type: str) -> bool:
+    """True when an edge out of an explicit decision is part of what its digest covers."""
+    return edge_type in DIGEST_COVERED or (edge_type == "depends_on" and target_type == "assumption")
+
+
+class ContextGraph:
+    """A typed context graph. Every write is checked against :attr:`ontology`."""
+
+    def __init__(self, ontology: Ontology = ONTOLOGY) -> None:
+        self.ontology = ontology
+        self.build = 0
+        self.nodes: dict[str, NodeRecord] = {}
+        self.edges: dict[str, EdgeRecord] = {}
+        self.assumptions: dict[str, AssumptionRecord] = {}
+        # Built on first use (see ``nx``): a load or a bulk build that never runs an algorithm
+        # should not pay for it; at 500,000 edges it was the largest single cost of a load.
+        self._nx: nx.MultiDiGraph[str] | None = None
+        self._out: dict[str, list[str]] = {}
+        self._in: dict[str, list[str]] = {}
+        self._edge_key: dict[tuple[str, str, str], str] = {}
+        self._seq: dict[str, int] = {}
+        self._next_seq = 0
+        self._bound: dict[str, list[str]] = {}  # assumption id -> edges bound to it, in binding order
+        self._legal = {t: frozenset(p) for t, p in ontology.signatures.items()}
+
+    # -- reading --------------------------------------------------------------------------
+
+    @property
+    def nx(self) -> nx.MultiDiGraph[str]:
+        """The graph as a ``networkx.MultiDiGraph`` (edge keys are edge ids), for algorithms only.
+
+        Built from the records on first access, in insertion order, so it holds exactly what
+        eager mirroring would have built; every later write keeps it in step.
+        """
+        if self._nx is None:
+            view: nx.MultiDiGraph[str] = nx.MultiDiGraph()
+            view.add_nodes_from(self.nodes)
+            for edge in self.edges.values():
+                view.add_edge(edge.src, edge.dst, key=edge.id)
+            self._nx = view
+        return self._nx
+
+    def __len__(self) -> int:
+        return len(self.nodes)
+
+    def __bool__(self) -> bool:
+        return True  # an empty graph is still a graph
+
+    def __iter__(self) -> Iterator[NodeRecord]:
+        return iter(self.nodes.values())
+
+    def __contains__(self, node_id: object) -> bool:
+        return node_id in self.nodes
+
+    def node(self, node_id: str) -> NodeRecord:
+        """The node with this id, or :class:`NotFoundError` suggesting near misses."""
+        try:
+            return self.nodes[node_id]
+        except KeyError:
+            raise NotFoundError(_missing("node", node_id, self.nodes)) from None
+
+    def edge(self, edge_id_: str) -> EdgeRecord:
+        """The edge with this id, or :class:`NotFoundError`."""
+        try:
+            return self.edges[edge_id_]
+        except KeyError:
+            raise NotFoundError(_missing("edge", edge_id_, self.edges)) from None
+
+    def seq(self, item_id: str) -> int:
+        """Insertion sequence number of a node or edge: the tie-breaker of every ordered walk."""
+        return self._seq[item_id]
+
+    def find_edge(self, src: str, edge_type: str, dst: str) -> EdgeRecord | None:
+        """The edge of this type between these endpoints, if one exists."""
+        found = self._edge_key.get((src, edge_type, dst))
+        return None if found is None else self.edges[found]
+
+    def is_live(self, node_id: str) -> bool:
+        """True when the node exists and is neither pruned nor invalidated."""
+        node = self.nodes.get(node_id)
+        return node is not None and node.live
+
+    def edge_is_live(self, edge: EdgeRecord) -> bool:
+        """True when the edge is not invalidated and both endpoints are live."""
+        return edge.live and self.is_live(edge.src) and self.is_live(edge.dst)
+
+    def out_edges(
+        self, node_id: str, types: Iterable[str] | None = None, *, live_only: bool = True
+    ) -> list[EdgeRecord]:
+        """Edges leaving ``node_id`` in insertion order, optionally only of ``types`` and live."""
+        return self._adjacent(self._out, node_id, types, live_only)
+
+    def in_edges(self, node_id: str, types: Iterable[str] | None = None, *, live_only: bool = True) -> list[EdgeRecord]:
+        """Edges entering ``node_id`` in insertion order, optionally only of ``types`` and live."""
+        return self._adjacent(self._in, node_id, types, live_only)
+
+    def _adjacent(
+        self, index: Mapping[str, list[str]], node_id: str, types: Iterable[str] | None, live_only: bool
+    ) -> list[EdgeRecord]:
+        wanted = None if types is None else frozenset(types)
+        result = []
+        for eid in index.get(node_id, ()):
+            edge = self.edges[eid]
+            if wanted is not None and edge.type not in wanted:
+                continue
+            if live_only and not self.edge_is_live(edge):
+                continue
+            result.append(edge)
+        return result
+
+    def degree(self, node_id: str) -> int:
+        """Raw number of edges touching the node, live or not."""
+        return len(self._out.get(node_id, ())) + len(self._in.get(node_id, ()))
+
+    def by_type(self, node_type: str, *, live_only: bool = True) -> list[NodeRecord]:
+        """Nodes of one type in insertion order."""
+        return [n for n in self.nodes.values() if n.type == node_type and (n.live or not live_only)]
+
+    def type_counts(self, *, live_only: bool = True) -> dict[str, int]:
+        """Node count per type, every type of the ontology present (zeros included)."""
+        counts = dict.fromkeys(self.ontology.node_types, 0)
+        for node in self.nodes.values():
+            if node.live or not live_only:
+                counts[node.type] += 1
+        return counts
+
+    def edge_counts(self, *, live_only: bool = True) -> dict[str, int]:
+        """Edge count per type, every type of the ontology present (zeros included)."""
+        counts = dict.fromkeys(self.ontology.edge_types, 0)
+        for edge in self.edges.values():
+            if not live_only or self.edge_is_live(edge):
+                counts[edge.type] += 1
+        return counts
+
+    @property
+    def untyped_edges(self) -> int:
+        """Always 0: there is no way to store an edge without a type (GRAPH.md rule 1)."""
+        return sum(1 for e in self.edges.values() if e.type not in self._legal)
+
+    # -- writing nodes ----------------------------------------------------------------------
+
+    def add_node(
+        self,
+        node_type: str,
+        label: str,
+        *,
+        id: str | None = None,
+        attrs: Mapping[str, JsonValue] | None = None,
+        provenance: Provenance | None = None,
+        embedding: str | None = None,
+    ) -> NodeRecord:
+        """Add a node, or merge a repeat observation of the same node.
+
+        A repeat (same id, type and label) merges ``attrs``, fills a missing provenance and
+        replaces the embedding if one is given. A decision cannot be added here: decisions are
+        recorded through ``DecisionLog.decide`` (GRAPH.md rule 10).
+        """
+        if node_type == "decision":
+            raise OntologyError(
+                f"decision node '{id or label}' cannot be minted through add_node; call DecisionLog.decide(), "
+                "which enforces identity and provenance (GRAPH.md rule 10)"
+            )
+        return self._put_node(node_type, label, id, attrs, provenance, embedding)
+
+    def _put_node(
+        self,
+        node_type: str,
+        label: str,
+        node_id: str | None,
+        attrs: Mapping[str, JsonValue] | None,
+        provenance: Provenance | None,
+        embedding: str | None,
+    ) -> NodeRecord:
+        self._check_node_type(node_type)
+        if not isinstance(label, str):
+            raise OntologyError(f"a node label must be text, not {type(label).__name__}")
+        nid = node_id if node_id is not None else slug(label, node_type)
+        new_attrs = dict(attrs or {})
+        ensure_canonical(new_attrs, f"node '{nid}'.attrs")
+        if embedding is not None and (problem := vectors.check(embedding)) is not None:
+            raise OntologyError(f"node '{nid}': embedding refused: {problem}")
+        existing = self.nodes.get(nid)
+        if existing is not None:
+            if existing.type != node_type or existing.label != label:
+                raise IdentityError(
+                    f"node id '{nid}' is already {existing.type} '{existing.label}'; "
+                    f"refusing to treat {node_type} '{label}' as the same node"
+                )
+            if node_type == "decision":
+                raise IdentityError(
+                    f"decision id '{nid}' already exists; a decision is an immutable event and is never merged "
+                    "by a repeat add -- record a new decision that supersedes it"
+                )
+            merged = {**existing.attrs, **new_attrs}
+            self._check_must_carry(
+                node_type, nid, merged, existing.provenance or provenance, embedding or existing.embedding
+            )
+            existing.attrs = merged
+            if existing.provenance is None and provenance is not None:
+                existing.provenance = provenance
+            if embedding is not None:
+                existing.embedding = embedding
+            return existing
+        self._check_must_carry(node_type, nid, new_attrs, provenance, embedding)
+        record = construct_record(
+            NodeRecord,
+            id=nid,
+            type=node_type,
+            label=label,
+            attrs=new_attrs,
+            provenance=provenance,
+            embedding=embedding,
+            build=self.build,
+            walks=0,
+            pruned=False,
+            invalidated=False,
+        )
+        self._store_node(record)
+        return record
+
+    def _store_node(self, record: NodeRecord) -> None:
+        self.nodes[record.id] = record
+        self._out[record.id] = []
+        self._in[record.id] = []
+        self._seq[record.id] = self._next_seq
+        self._next_seq += 1
+        if self._nx is not None:
+            self._nx.add_node(record.id)
+
+    def _mint_decision(
+        self, node_id: str, label: str, attrs: Mapping[str, JsonValue], provenance: Provenance | None
+    ) -> NodeRecord:
+        """Create a decision node. Only ``DecisionLog`` and the snapshot loader call this."""
+        if node_id in self.nodes:
+            existing = self.nodes[node_id]
+            raise IdentityError(
+                f"decision id '{node_id}' already exists as {existing.type} '{existing.label}'; "
+                "a decision is an immutable event and is never merged"
+            )
+        return self._put_node("decision", label, node_id, attrs, provenance, None)
+
+    def _check_node_type(self, node_type: str) -> None:
+        if node_type not in self.ontology.must_carry:
+            raise OntologyError(f"no such node type '{node_type}'; GRAPH.md defines {sorted(self.ontology.node_types)}")
+
+    def _check_must_carry(
+        self,
+        node_type: str,
+        node_id: str,
+        attrs: Mapping[str, Any],
+        provenance: Provenance | None,
+        embedding: str | None,
+    ) -> None:
+        # A required name that is a record field is satisfied only by that field being set; the
+        # nullable fields are provenance and embedding (the others always hold a value).
+        required = self.ontology.must_carry[node_type]
+        fields = {"provenance": provenance, "embedding": embedding}
+        missing = sorted(
+            name
+            for name in required
+            if (name in fields and fields[name] is None) or (name not in _FIELD_NAMES and name not in attrs)
+        )
+        if missing:
+            raise OntologyError(
+                f"{node_type} node '{node_id}' is missing {', '.join(missing)}; "
+                f"GRAPH.md's Must carry for {node_type} is {sorted(required)}"
+            )
+
+    # -- writing edges ----------------------------------------------------------------------
+
+    def add_edge(
+        self,
+        src: str,
+        edge_type: str,
+        dst: str,
+        *,
+        evidence_ids: Iterable[str] = (),
+        weight: float = 1.0,
+    ) -> EdgeRecord:
+        """Add a typed edge, or merge a repeat observation (weights add, evidence ids union).
+
+        Refused with :class:`OntologyError` when the pair is not legal for the type, listing the
+        legal pairs. An explicit-id decision's digest-covered edges cannot be added afterwards.
+        """
+        return self._put_edge(src, edge_type, dst, tuple(evidence_ids), weight, frozen_check=True)
+
+    def _put_edge(
+        self,
+        src: str,
+        edge_type: str,
+        dst: str,
+        evidence_ids: tuple[str, ...],
+        weight: float,
+        *,
+        frozen_check: bool,
+    ) -> EdgeRecord:
+        source, target = self._check_edge(src, edge_type, dst, weight)
+        if (
+            frozen_check
+            and source.type == "decision"
+            and source.attrs.get("decision_identity") == "explicit"
+            and is_digest_covered(edge_type, target.type)
+        ):
+            raise OntologyError(
+                f"decision '{src}' was recorded with an explicit id, so its {edge_type} edges are part of the "
+                f"content its digest vouches for; refusing to add {src}-[{edge_type}]->{dst} -- pass it to "
+                "DecisionLog.decide() instead"
+            )
+        key = (src, edge_type, dst)
+        existing_id = self._edge_key.get(key)
+        if existing_id is not None:
+            edge = self.edges[existing_id]
+            merged = edge.weight + weight
+            if merged == float("inf"):
+                raise OntologyError(f"merging weight {weight!r} into edge '{existing_id}' would overflow to infinity")
+            edge.weight = merged
+            edge.evidence_ids = edge.evidence_ids + tuple(e for e in evidence_ids if e not in edge.evidence_ids)
+            return edge
+        eid = edge_id(src, edge_type, dst)
+        if eid in self.edges:
+            other = self.edges[eid]
+            raise IdentityError(
+                f"edge id '{eid}' is already '{other.src}'-[{other.type}]->'{other.dst}'; "
+                f"refusing to treat '{src}'-[{edge_type}]->'{dst}' as the same edge"
+            )
+        record = construct_record(
+            EdgeRecord,
+            id=eid,
+            src=src,
+            dst=dst,
+            type=edge_type,
+            evidence_ids=tuple(dict.fromkeys(evidence_ids)),
+            weight=weight,
+            build=self.build,
+            assumption_id=None,
+            traversals=0,
+            invalidated=False,
+        )
+        self._store_edge(record)
+        return record
+
+    def _check_edge(self, src: str, edge_type: str, dst: str, weight: float) -> tuple[NodeRecord, NodeRecord]:
+        legal = self._legal.get(edge_type)
+        if legal is None:
+            raise OntologyError(f"no such edge type '{edge_type}'; GRAPH.md defines {sorted(self.ontology.edge_types)}")
+        source = self.nodes.get(src)
+        if source is None:
+            raise OntologyError(f"unknown source node '{src}'")
+        target = self.nodes.get(dst)
+        if target is None:
+            raise OntologyError(f"unknown target node '{dst}'")
+        if src == dst:
+            raise OntologyError(f"self edge on '{src}'")
+        if (source.type, target.type) not in legal:
+            allowed = ", ".join(f"{a}->{b}" for a, b in sorted(legal))
+            raise OntologyError(
+                f"{source.type}-[{edge_type}]->{target.type} is not a legal pair; GRAPH.md allows {allowed}"
+            )
+        if type(weight) is not float or not weight > 0.0 or weight == _INFINITY:
+            raise OntologyError(f"edge weight must be a finite float above 0, not {weight!r}")
+        return source, target
+
+    def _store_edge(self, record: EdgeRecord) -> None:
+        self.edges[record.id] = record
+        self._edge_key[(record.src, record.type, record.dst)] = record.id
+        self._out[record.src].append(record.id)
+        self._in[record.dst].append(record.id)
+        self._seq[record.id] = self._next_seq
+        self._next_seq += 1
+        if self._nx is not None:
+            self._nx.add_edge(record.src, record.dst, key=record.id)
+        if record.assumption_id is not None:
+            self._bound.setdefault(record.assumption_id, []).append(record.id)
+
+    # -- assumptions, flags and telemetry ---------------------------------------------------
+
+    def add_assumption(self, record: AssumptionRecord) -> NodeRecord:
+        """Store an assumption record and its mirroring node (node first: a refusal changes nothing)."""
+        if record.id in self.assumptions:
+            raise IdentityError(f"assumption '{record.id}' already has a record")
+        node = self._put_node(
+            "assumption",
+            record.statement,
+            record.id,
+            {"status": record.status, "version": record.version},
+            None,
+            None,
+        )
+        self.assumptions[record.id] = record
+        return node
+
+    def sync_assumption(self, record: AssumptionRecord) -> None:
+        """The one writer of an assumption node's mirror of its record's status and version."""
+        node = self.node(record.id)
+        node.attrs = {**node.attrs, "status": record.status, "version": record.version}
+        self.assumptions[record.id] = record
+
+    def bind_edge(self, edge_id_: str, assumption_id: str) -> None:
+        """Bind an edge to an assumption; rebinding to a different one is refused."""
+        edge = self.edge(edge_id_)
+        if edge.assumption_id not in (None, assumption_id):
+            raise IdentityError(
+                f"edge '{edge_id_}' is already bound to '{edge.assumption_id}'; refusing to silently rebind it "
+                f"to '{assumption_id}'"
+            )
+        if edge.assumption_id is None:
+            edge.assumption_id = assumption_id
+            self._bound.setdefault(assumption_id, []).append(edge.id)
+
+    def bound_edges(self, assumption_id: str) -> list[EdgeRecord]:
+        """Edges bound to an assumption (``justifies``), in binding order."""
+        return [self.edges[eid] for eid in self._bound.get(assumption_id, ())]
+
+    def invalidate(self, node_ids: Iterable[str] = (), edge_ids: Iterable[str] = ()) -> None:
+        """Flag nodes and edges invalidated. Flags are never cleared except by a decision rerun."""
+        for nid in node_ids:
+            self.node(nid).invalidated = True
+        for eid in edge_ids:
+            self.edge(eid).invalidated = True
+
+    def revive(self, node_id: str) -> None:
+        """Clear an entity's invalidated flag when the decision producing it runs again (rule 7)."""
+        node = self.node(node_id)
+        if node.type != "entity":
+            raise OntologyError(f"only an entity is revived by a rerun; '{node_id}' is a {node.type}")
+        if node.pruned:
+            raise OntologyError(f"'{node_id}' was pruned, and a pruned node is never revived")
+        node.invalidated = False
+
+    def prune(self, node_ids: Iterable[str]) -> None:
+        """Flag nodes pruned; they stay in the graph, out of walks, and are never revived."""
+        for nid in node_ids:
+            self.node(nid).pruned = True
+
+    def record_walk(self, node_ids: Iterable[str], edge_ids: Iterable[str]) -> None:
+        """Telemetry: one more walk visited these nodes and traversed these edges."""
+        for nid in dict.fromkeys(node_ids):
+            self.node(nid).walks += 1
+        for eid in edge_ids:
+            self.edge(eid).traversals += 1
+
+    def subgraph(self, keep: Iterable[str]) -> ContextGraph:
+        """A copy holding only the ``keep`` nodes, the edges between them and their assumption
+        records, in the same insertion order, with every flag and counter as it is here."""
+        wanted = set(keep)
+        copy = ContextGraph(self.ontology)
+        copy.build = self.build
+        for node in self.nodes.values():
+            if node.id in wanted:
+                copy._store_node(node.model_copy(deep=True))
+        for edge in self.edges.values():
+            if edge.src in wanted and edge.dst in wanted:
+                copy._store_edge(edge.model_copy(deep=True))
+        for assumption_id, record in self.assumptions.items():
+            if assumption_id in wanted:
+                copy.assumptions[assumption_id] = record.model_copy()
+        return copy
+
+    def _undo(self, node_ids: Iterable[str], edge_ids: Iterable[str]) -> None:
+        """Remove nodes and edges a failed operation just added (edges first). Rollback only."""
+        for eid in edge_ids:
+            edge = self.edges.pop(eid, None)
+            if edge is None:
+                continue
+            del self._edge_key[(edge.src, edge.type, edge.dst)]
+            self._out[edge.src].remove(eid)
+            self._in[edge.dst].remove(eid)
+            self._seq.pop(eid, None)
+            if self._nx is not None:
+                self._nx.remove_edge(edge.src, edge.dst, key=eid)
+        for nid in node_ids:
+            if self.nodes.pop(nid, None) is None:
+                continue
+            self.assumptions.pop(nid, None)
+            self._out.pop(nid, None)
+            self._in.pop(nid, None)
+            self._seq.pop(nid, None)
+            if self._nx is not None:
+                self._nx.remove_node(nid)
+
+    def next_build(self) -> int:
+        """Advance the processing clock (the build counter) and return the new value."""
+        self.build += 1
+        return self.build
+
+
+def _missing(kind: str, key: str, known: Mapping[str, object]) -> str:
+    from difflib import get_close_matches  # noqa: PLC0415 - only on the error path
+
+    near = get_close_matches(key, list(known), n=3, cutoff=0.8) if len(known) < 50_000 else []
+    hint = f"; did you mean {', '.join(repr(n) for n in near)}?" if near else ""
+    return f"no {kind} '{key}' in this graph{hint}"
