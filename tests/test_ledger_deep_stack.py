@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
+from types import FrameType
 from typing import Any
 
 import pytest
@@ -28,7 +29,8 @@ RECEIPT_LEVEL = 4
 
 
 def _stack_depth() -> int:
-    frame, depth = sys._getframe(1), 0
+    frame: FrameType | None = sys._getframe(1)
+    depth = 0
     while frame is not None:
         frame, depth = frame.f_back, depth + 1
     return depth
@@ -107,7 +109,7 @@ def test_recording_and_reading_receipts_at_the_limit_work_from_a_deep_stack(call
 
 def test_a_copied_receipt_keeps_its_shape() -> None:
     # Tuples stay tuples and key order is kept, as copy.deepcopy kept them.
-    receipt = {"b": (1, [2, (3, {"z": 1, "a": 2})]), "a": [], "c": {}}
+    receipt: dict[str, Any] = {"b": (1, [2, (3, {"z": 1, "a": 2})]), "a": [], "c": {}}
     ledger = RunLedger()
     ledger.record("disproved", round=1, receipt=receipt)
     (copied,) = ledger.receipts()
