@@ -18,7 +18,6 @@ re-forged chain verifies: that is what a hash chain is (see docs/formats/runledg
 
 from __future__ import annotations
 
-import copy
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -144,7 +143,7 @@ class RunLedger:
                 f"entries[{len(self._entries)}].run", repr(sorted(run)), "a run names flow_run_id and task_run_id only"
             )
         path = f"entries[{len(self._entries)}]"
-        # Before the copy, which (like RFC 8785) recurses once per level.
+        # Before anything walks the receipt: the RFC 8785 digest recurses once per level.
         depth = _ENTRY_LEVEL + nesting_depth(fields)
         if depth > MAX_DEPTH:  # the file could not be written, nor read back
             raise SnapshotError(
@@ -152,8 +151,8 @@ class RunLedger:
                 f"arrays and objects nested {depth} deep in the file",
                 f"a file nests arrays and objects at most {MAX_DEPTH} deep",
             )
-        fields["receipt"] = copy.deepcopy(receipt)  # the ledger owns its receipts; callers keep theirs
         ensure_canonical(fields, path)
+        fields["receipt"] = _copy_data(receipt)  # the ledger owns its receipts; callers keep theirs
         fields["digest"] = entry_digest(fields)
         # The writer holds itself to the loader's rules, so every ledger it writes can be read back.
         _check_entry(fields, path, fields["seq"], self.head)
@@ -173,7 +172,7 @@ class RunLedger:
 
     def receipts(self) -> list[dict[str, Any]]:
         """Every disproof's receipt, oldest first — readable without the graph."""
-        return [copy.deepcopy(e.receipt) for e in self._entries if e.event == "disproved" and e.receipt is not None]
+        return [_copy_data(e.receipt) for e in self._entries if e.event == "disproved" and e.receipt is not None]
 
     def snapshot(self) -> dict[str, Any]:
         """The file document."""
@@ -210,7 +209,7 @@ class RunLedger:
             entry = expect_dict(raw, path)
             exact_keys(entry, _FIELDS, path)
             _check_entry(entry, path, index, previous)
-            ledger._entries.append(LedgerEntry(**copy.deepcopy(entry)))
+            ledger._entries.append(LedgerEntry(**_copy_data(entry)))
             previous = entry["digest"]
         if head != ledger.head:
             raise SnapshotError(
@@ -270,6 +269,40 @@ def _check_entry(entry: dict[str, Any], path: str, seq: int, previous: str) -> N
             repr(entry["digest"]),
             "the digest must recompute from the entry's fields; this entry was edited after it was written",
         )
+
+
+def _copy_data(value: Any) -> Any:
+    """A deep copy of plain JSON data (dicts, lists, tuples and scalars), made without recursion.
+
+    ``copy.deepcopy`` spends about two Python frames a level, so an entry nested to the file limit
+    took ~510 frames and a caller already ~600 frames deep met ``RecursionError``. Dicts keep their
+    key order and tuples stay tuples, as with ``deepcopy``; scalars are immutable and are shared.
+    Anything else is shared too: every caller copies data the canonical checks have accepted.
+    """
+    holder: list[Any] = [None]
+    # (source, container to fill, key in it); a tuple is filled as a list, then frozen by _FREEZE.
+    work: list[tuple[Any, Any, Any]] = [(value, holder, 0)]
+    while work:
+        item, into, key = work.pop()
+        if item is _FREEZE:
+            into[key] = tuple(into[key])
+            continue
+        kind = type(item)
+        if kind is dict:
+            copied: Any = dict.fromkeys(item)
+            work.extend((child, copied, name) for name, child in item.items())
+        elif kind is list or kind is tuple:
+            copied = [None] * len(item)
+            if kind is tuple:
+                work.append((_FREEZE, into, key))  # popped after every child below it is filled
+            work.extend((child, copied, index) for index, child in enumerate(item))
+        else:
+            copied = item
+        into[key] = copied
+    return holder[0]
+
+
+_FREEZE = object()
 
 
 def _refuse_floats(value: Any, path: str) -> None:
