@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from contextmesh.canonical import MAX_DEPTH
+from contextmesh.core.canonical import MAX_DEPTH
 from contextmesh.execution import snapshot
 from contextmesh.session import commit, files, lock
 
@@ -31,8 +31,8 @@ MODULES = [
     *sorted((ROOT / "contextmesh" / "session").glob("*.py")),
     *sorted((ROOT / "contextmesh" / "formats").glob("*.py")),
     ROOT / "contextmesh" / "execution" / "snapshot.py",
-    ROOT / "contextmesh" / "canonical.py",
-    ROOT / "contextmesh" / "orchestration" / "served.py",
+    ROOT / "contextmesh" / "core" / "canonical.py",
+    ROOT / "contextmesh" / "orchestration" / "served_record.py",
     ROOT / "tools" / "verify_runledger.py",
 ]
 PREFIXES = "".join(PAGES)

@@ -20,8 +20,8 @@ from typing import Any
 
 import pytest
 
-from contextmesh.canonical import MAX_DEPTH, loads
-from contextmesh.formats.ledger import RunLedger
+from contextmesh.core.canonical import MAX_DEPTH, loads
+from contextmesh.formats.run_ledger import RunLedger
 
 HEADROOM = 400
 # The receipt object lies at level 4 of the file (document, entries, entry, receipt).
