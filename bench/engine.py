@@ -38,7 +38,7 @@ from typing import Any
 from contextmesh.core.graph import ContextGraph
 from contextmesh.execution.context import AuditContext, RunContext, Verdict
 from contextmesh.execution.in_process import InProcessExecutor
-from contextmesh.execution.plan import Runner
+from contextmesh.execution.plan import Plan
 from contextmesh.execution.task_registry import TaskRegistry
 
 BLOCK = 5  # columns whose tasks may need each other; a disproof's closure stays inside one block
@@ -120,13 +120,13 @@ def worker(delay: float) -> Any:
     return run
 
 
-def build(specs: list[Spec], delay_ms: int, audit: str, width: int) -> tuple[Runner, World]:
+def build(specs: list[Spec], delay_ms: int, audit: str, width: int) -> tuple[Plan, World]:
     world = World()
     registry = TaskRegistry()
     key = WORKER_KEY.format(ms=delay_ms)
     registry.register_worker(key, worker(delay_ms / 1000))
     registry.register_auditor(AUDITOR_KEY, world.audit)
-    runner = Runner("bench-engine", ContextGraph(), registry=registry, executor=InProcessExecutor(width=width))
+    runner = Plan("bench-engine", ContextGraph(), registry=registry, executor=InProcessExecutor(width=width))
     for spec in specs:
         audited = audit == "all" or (audit == "roots" and spec.layer == 0)
         runner.task(
@@ -146,7 +146,7 @@ def timed(fn: Any) -> tuple[Any, float]:
     return result, time.perf_counter() - start
 
 
-def resume(runner: Runner, world: World, column: int) -> dict[str, float | int]:
+def resume(runner: Plan, world: World, column: int) -> dict[str, float | int]:
     """Disprove one assumption through its auditor, repair its tasks, run the stale closure."""
     world.false.add(statement(column))
     report, recheck_s = timed(runner.recheck)

@@ -15,10 +15,10 @@ at the end. Every variant runs its layers one after another on a thread pool of 
   worker key): what any task-run tag costs in Prefect 3.9 (a tagged run takes a round trip through
   its tag-concurrency service first); and a 100-task sample with per-task tags, which cost far more.
   Why ContextMesh tags the runs of plans of at most 50 tasks only;
-* **PrefectExecutor** — ``Runner.run()`` with :class:`PrefectExecutor` inside a bare flow;
+* **PrefectExecutor** — ``Plan.run()`` with :class:`PrefectExecutor` inside a bare flow;
 * **plan flow** — ``make_plan_flow`` on a session directory: the above plus load, commit by
   compare-and-swap, the concurrency slot and the round's table artifact;
-* **in-process** — ``Runner.run()`` with ``InProcessExecutor(width)``, no Prefect.
+* **in-process** — ``Plan.run()`` with ``InProcessExecutor(width)``, no Prefect.
 
 For each: wall seconds (best and median of ``--repeat`` interleaved runs), the ideal (layers x
 ceil(tasks per layer / width) x delay) and the overhead per task, (wall - ideal) / tasks, with its
@@ -54,7 +54,7 @@ prepare_environment()  # before Prefect is imported
 
 from contextmesh.core.graph import ContextGraph  # noqa: E402
 from contextmesh.execution.in_process import InProcessExecutor  # noqa: E402
-from contextmesh.execution.plan import Runner  # noqa: E402
+from contextmesh.execution.plan import Plan  # noqa: E402
 from contextmesh.execution.task_registry import TaskRegistry  # noqa: E402
 from contextmesh.knowledge.resolve import Resolver  # noqa: E402
 from contextmesh.session.session import Session  # noqa: E402
@@ -80,7 +80,7 @@ def ground(spec: Spec) -> str:
     return statement(spec.column) if spec.layer == 0 else f"{statement(spec.column)} at layer {spec.layer}"
 
 
-def declare(runner: Runner, specs: list[Spec], delay_ms: int) -> None:
+def declare(runner: Plan, specs: list[Spec], delay_ms: int) -> None:
     for spec in specs:
         runner.task(
             spec.name,
@@ -204,7 +204,7 @@ def executor_flow(specs: list[Spec], delay_ms: int, width: int) -> Any:
     @flow(name="bench-executor", task_runner=ThreadPoolTaskRunner(max_workers=width), persist_result=False)
     def bare() -> int:
         executor = PrefectExecutor(tagged=len(specs) <= 50)
-        runner = Runner(PLAN, ContextGraph(), registry=registry_for(World(), delay_ms), executor=executor)
+        runner = Plan(PLAN, ContextGraph(), registry=registry_for(World(), delay_ms), executor=executor)
         declare(runner, specs, delay_ms)
         report = runner.run()
         assert len(report.executed) == len(specs), report.failed
@@ -214,7 +214,7 @@ def executor_flow(specs: list[Spec], delay_ms: int, width: int) -> Any:
 
 
 def make_session(directory: Path, specs: list[Spec], registry: TaskRegistry, delay_ms: int) -> None:
-    runner = Runner(PLAN, ContextGraph(), registry=registry)
+    runner = Plan(PLAN, ContextGraph(), registry=registry)
     declare(runner, specs, delay_ms)
     Session.create(directory, Session(runner.graph, Resolver(), runner=runner, registry=registry))
 
@@ -298,7 +298,7 @@ def run_all(
             samples[name].append(seconds)
             cpu[name].append((LAST_CPU[0], LAST_CPU[1]))
             lags.append(recorded(api, fid, runs[name]))
-        inproc = Runner(PLAN, ContextGraph(), registry=registry_for(World(), args.delay_ms))
+        inproc = Plan(PLAN, ContextGraph(), registry=registry_for(World(), args.delay_ms))
         inproc.executor = InProcessExecutor(width=args.width)
         declare(inproc, specs, args.delay_ms)
         _, seconds = timed(inproc.run)

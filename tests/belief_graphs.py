@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from hypothesis import strategies as st
 
-from contextmesh.belief.assumptions import AssumptionLedger
+from contextmesh.belief.assumptions import Assumptions
 from contextmesh.belief.decisions import DecisionLog
 from contextmesh.core.errors import IdentityError
 from contextmesh.core.graph import ContextGraph
@@ -110,7 +110,7 @@ def belief_graphs(draw: st.DrawFn, ontology: Ontology = ONTOLOGY, isolated_targe
     assumptions), however the rest of the graph is drawn.
     """
     graph = ContextGraph(ontology)
-    ledger = AssumptionLedger(graph)
+    ledger = Assumptions(graph)
     log = DecisionLog(graph)
     pools: dict[str, list[str]] = {t: [] for t in ontology.node_types}
 

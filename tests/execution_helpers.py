@@ -20,7 +20,7 @@ from contextmesh.demo.auth import ADVISORY_TEXT, DEFAULT_KEYS, PLAN_NAME, declar
 from contextmesh.demo.execute import REPAIR_GROUND
 from contextmesh.execution.context import AuditContext, RunContext, Verdict
 from contextmesh.execution.in_process import AuditCall, Executor, InProcessExecutor, TaskCall, TaskOutcome
-from contextmesh.execution.plan import Runner
+from contextmesh.execution.plan import Plan
 from contextmesh.execution.task_registry import TaskRegistry
 
 __all__ = [
@@ -74,13 +74,13 @@ def ok_auditor(calls: Calls) -> Callable[[AuditContext], Verdict]:
     return audit
 
 
-def keyed_runner(plan: str = "plan", *, executor: Executor | None = None) -> tuple[Runner, TaskRegistry, Calls, Calls]:
+def keyed_runner(plan: str = "plan", *, executor: Executor | None = None) -> tuple[Plan, TaskRegistry, Calls, Calls]:
     """A runner on a fresh graph with a counting worker (``WORKER``) and an ok-auditor (``AUDITOR``)."""
     workers, auditors = Calls(), Calls()
     registry = TaskRegistry()
     registry.register_worker(WORKER, counting_worker(workers))
     registry.register_auditor(AUDITOR, ok_auditor(auditors))
-    runner = Runner(plan, ContextGraph(), registry=registry, executor=executor)
+    runner = Plan(plan, ContextGraph(), registry=registry, executor=executor)
     return runner, registry, workers, auditors
 
 
@@ -123,9 +123,9 @@ def demo_registry(feed: Path, *, without: Sequence[str] = ()) -> TaskRegistry:
     return registry
 
 
-def demo_runner(feed: Path, *, registry: TaskRegistry | None = None, executor: Executor | None = None) -> Runner:
+def demo_runner(feed: Path, *, registry: TaskRegistry | None = None, executor: Executor | None = None) -> Plan:
     """The secure-authentication plan, declared on a fresh graph."""
-    runner = Runner(
+    runner = Plan(
         PLAN_NAME,
         ContextGraph(),
         registry=registry if registry is not None else demo_registry(feed),
@@ -135,7 +135,7 @@ def demo_runner(feed: Path, *, registry: TaskRegistry | None = None, executor: E
     return runner
 
 
-def walk_to_repair(feed: Path) -> Runner:
+def walk_to_repair(feed: Path) -> Plan:
     """Round 1 on argon2, publish the advisory, recheck (disproves), repair to bcrypt — and stop."""
     runner = demo_runner(feed)
     runner.run()

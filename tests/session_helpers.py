@@ -30,7 +30,7 @@ from contextmesh.core.canonical import file_bytes, loads, sha256_hex
 from contextmesh.core.graph import ContextGraph
 from contextmesh.demo.saved import save_demo_session
 from contextmesh.execution.context import RunContext
-from contextmesh.execution.plan import Runner
+from contextmesh.execution.plan import Plan
 from contextmesh.execution.task_registry import TaskRegistry
 from contextmesh.formats.run_ledger import GENESIS, entry_digest
 from contextmesh.knowledge.resolve import Resolver
@@ -133,7 +133,7 @@ def build_tiny_session(directory: Path, *, entities: int = 8) -> Session:
         node = graph.add_node("entity", name, attrs={"canonical": name, "aliases": [f"c{index:04d}"]}, provenance=None)
         resolver.register(node.id, name, [f"c{index:04d}"])
     registry = tiny_registry()
-    runner = Runner("tiny-plan", graph, registry=registry)
+    runner = Plan("tiny-plan", graph, registry=registry)
     runner.task("work", assumes="the tiny world holds still", worker_key=TINY_KEY)
     session = Session(graph, resolver, runner=runner, registry=registry, policy="never")
     return Session.create(directory, session)

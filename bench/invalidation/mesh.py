@@ -1,6 +1,6 @@
 """The ContextMesh contender: the plan as a session, run and rerun by the Prefect flows.
 
-Every task is declared on a :class:`~contextmesh.execution.plan.Runner` with the statement it
+Every task is declared on a :class:`~contextmesh.execution.plan.Plan` with the statement it
 assumes (``fact <f> is <v>``, shared by every task declaring the same fact), the tasks it needs and
 one artefact; one registered worker key runs :func:`invalidation.world.evaluate` for the task
 named in its context, and the first task declaring each fact carries the fact auditor.
@@ -31,13 +31,13 @@ from typing import Any
 from contextmesh.belief.evidence import submit
 from contextmesh.core.graph import ContextGraph
 from contextmesh.execution.context import AuditContext, RunContext, Verdict
-from contextmesh.execution.plan import Runner
+from contextmesh.execution.plan import Plan
 from contextmesh.execution.task_registry import TaskRegistry
 from contextmesh.knowledge.resolve import Resolver
 from contextmesh.session.commit import latest_generation
 from contextmesh.session.layout import manifest_name
 from contextmesh.session.session import Session
-from invalidation.world import Plan, evaluate, parse_statement, statement
+from invalidation.world import WorldPlan, evaluate, parse_statement, statement
 
 PLAN = "invalidation-bench"
 WORKER_KEY = "bench.invalidation.work.v1"
@@ -63,7 +63,7 @@ class Calls:
         return names
 
 
-def worker(plan: Plan, world: Mapping[str, int], calls: Calls, delay: float) -> Callable[[RunContext], Any]:
+def worker(plan: WorldPlan, world: Mapping[str, int], calls: Calls, delay: float) -> Callable[[RunContext], Any]:
     """The registered worker: the task function of the task named in the context, on the live world."""
 
     def work(ctx: RunContext) -> dict[str, str]:
@@ -84,7 +84,7 @@ def fact_auditor(ctx: AuditContext) -> Verdict:
     return ctx.ok(f"no observation contradicts {fact} = {value}")
 
 
-def registry_for(plan: Plan, world: Mapping[str, int], calls: Calls, delay: float) -> TaskRegistry:
+def registry_for(plan: WorldPlan, world: Mapping[str, int], calls: Calls, delay: float) -> TaskRegistry:
     """The deployment's table for this plan: one worker key, one auditor key."""
     registry = TaskRegistry()
     registry.register_worker(WORKER_KEY, worker(plan, world, calls, delay))
@@ -92,7 +92,7 @@ def registry_for(plan: Plan, world: Mapping[str, int], calls: Calls, delay: floa
     return registry
 
 
-def declare(runner: Runner, plan: Plan) -> None:
+def declare(runner: Plan, plan: WorldPlan) -> None:
     """Declare every task of ``plan`` on ``runner`` with the same dependency information the plain
     contender gets: its assumption (one fact) and its needs."""
     audited: set[str] = set()
@@ -108,9 +108,9 @@ def declare(runner: Runner, plan: Plan) -> None:
         audited.add(spec.fact)
 
 
-def create_session(directory: Path, plan: Plan, registry: TaskRegistry) -> None:
+def create_session(directory: Path, plan: WorldPlan, registry: TaskRegistry) -> None:
     """A new session directory holding the declared plan (nothing run)."""
-    runner = Runner(PLAN, ContextGraph(), registry=registry)
+    runner = Plan(PLAN, ContextGraph(), registry=registry)
     declare(runner, plan)
     Session.create(directory, Session(runner.graph, Resolver(), runner=runner, registry=registry))
 
@@ -159,7 +159,7 @@ def verify_ledger(directory: Path) -> tuple[bool, str, dict[str, Any]]:
 
 def rerun(
     directory: Path,
-    plan: Plan,
+    plan: WorldPlan,
     world: Mapping[str, int],
     change: Mapping[str, int],
     registry: TaskRegistry,

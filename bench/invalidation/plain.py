@@ -22,10 +22,10 @@ from pathlib import Path
 from typing import Any
 
 from invalidation.mesh import Calls
-from invalidation.world import Plan, evaluate
+from invalidation.world import WorldPlan, evaluate
 
 
-def make_flow(plan: Plan, world: Mapping[str, int], calls: Calls, delay: float, width: int) -> Any:
+def make_flow(plan: WorldPlan, world: Mapping[str, int], calls: Calls, delay: float, width: int) -> Any:
     """The plain flow over ``plan``; run it with :func:`run_flow`."""
     from prefect import flow, task
     from prefect.cache_policies import INPUTS

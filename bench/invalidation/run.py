@@ -24,7 +24,7 @@ from typing import Any
 
 from invalidation import mesh, plain
 from invalidation.truth import Truth, ground_truth, score
-from invalidation.world import Case, Plan, generate, named_cases
+from invalidation.world import Case, WorldPlan, generate, named_cases
 
 CONTENDERS = ("ContextMesh", "plain Prefect")
 
@@ -52,7 +52,7 @@ class CaseResult:
 class BenchResult:
     """Everything one InvalidationBench run measured."""
 
-    plan: Plan
+    plan: WorldPlan
     cases: list[CaseResult]
     full: dict[str, list[float]]
     settings: dict[str, Any]
@@ -180,7 +180,7 @@ def run_bench(
 
 def _mesh_case(
     result: CaseResult,
-    plan: Plan,
+    plan: WorldPlan,
     world: dict[str, int],
     registry: Any,
     calls: mesh.Calls,
@@ -207,7 +207,7 @@ def _mesh_case(
 
 def _plain_case(
     result: CaseResult,
-    plan: Plan,
+    plan: WorldPlan,
     world: dict[str, int],
     calls: mesh.Calls,
     delay: float,

@@ -6,7 +6,7 @@ and the 5 %-stale resume of a 1,000-task plan against the full plan flow.
 * **The receipt** is measured in the same child process as that size's blast radius (one
   generation of the graph, not two): ``blast_radius.run_one`` runs with ``generate_graph`` and
   ``plant_closure`` wrapped so the graph it built is kept; then the planted assumption is rejected
-  through submitted evidence the way the Runner rejects one (``AssumptionLedger.reject``), the
+  through submitted evidence the way the Plan rejects one (``Assumptions.reject``), the
   receipt and one ``invalidated`` entry per fallen node are written to a run ledger, and the file
   is checked by ``tools/verify_runledger.py`` (stdlib only, its own process, ``--expect-head``).
   Beyond 10,000 preserved ids the receipt carries a count and a SHA-256 instead of the list; the
@@ -70,7 +70,7 @@ def _in_child(nodes: int, closure_size: int, reps: int, seed: int) -> dict[str, 
     from _common import peak_rss_mb
 
     from contextmesh import testing
-    from contextmesh.belief.assumptions import AssumptionLedger
+    from contextmesh.belief.assumptions import Assumptions
     from contextmesh.belief.evidence import submit
     from contextmesh.belief.invalidation import render_chain
     from contextmesh.core.canonical import canonical_bytes
@@ -93,7 +93,7 @@ def _in_child(nodes: int, closure_size: int, reps: int, seed: int) -> dict[str, 
     source_id = next(n.id for n in graph.by_type("source"))
     evidence = submit(graph, "an observation contradicting the planted assumption", source_id).node.id
     start = time.perf_counter()
-    report = AssumptionLedger(graph).reject(assumption_id, evidence_id=evidence, created_by="bench")
+    report = Assumptions(graph).reject(assumption_id, evidence_id=evidence, created_by="bench")
     reject_s = time.perf_counter() - start
     receipt = {
         "ground": {"assumption_id": report.assumption_id, "statement": report.statement},

@@ -21,13 +21,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from invalidation.world import Plan, evaluate
+from invalidation.world import WorldPlan, evaluate
 
 CAUSES = ("direct", "indirect", "undeclared")
 
 
 def outputs(
-    plan: Plan, world: Mapping[str, int], *, undeclared_world: Mapping[str, int] | None = None
+    plan: WorldPlan, world: Mapping[str, int], *, undeclared_world: Mapping[str, int] | None = None
 ) -> dict[str, dict[str, str]]:
     """Every task's output on ``world``, evaluated in declaration order."""
     done: dict[str, dict[str, str]] = {}
@@ -51,7 +51,7 @@ class Truth:
         return sum(1 for c in self.cause.values() if c == cause)
 
 
-def ground_truth(plan: Plan, before: Mapping[str, int], after: Mapping[str, int]) -> Truth:
+def ground_truth(plan: WorldPlan, before: Mapping[str, int], after: Mapping[str, int]) -> Truth:
     """What must re-run when the world goes from ``before`` to ``after``."""
     old = outputs(plan, before)
     new = outputs(plan, after)

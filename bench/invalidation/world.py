@@ -62,7 +62,7 @@ class TaskSpec:
 
 
 @dataclass(frozen=True)
-class Plan:
+class WorldPlan:
     """A generated plan and the world it starts from."""
 
     seed: int
@@ -117,7 +117,7 @@ def generate(
     band_width: int = 4,
     coarse_share: float = 0.25,
     undeclared_share: float = 0.05,
-) -> Plan:
+) -> WorldPlan:
     """A plan and its starting world, the same for the same arguments."""
     rng = random.Random(seed)
     bands = _band(layers - 1, band_width) + 1
@@ -143,7 +143,7 @@ def generate(
                     names[(layer, column)], layer, column, fact, fact in coarse, tuple(dict.fromkeys(needs)), undeclared
                 )
             )
-    return Plan(seed, layers, columns, tuple(tasks), world, coarse)
+    return WorldPlan(seed, layers, columns, tuple(tasks), world, coarse)
 
 
 def evaluate(
@@ -181,11 +181,11 @@ class Case:
         return {**world, **self.change}
 
 
-def _reach(plan: Plan, fact: str) -> set[str]:
+def _reach(plan: WorldPlan, fact: str) -> set[str]:
     return plan.downstream(plan.declarers(fact))
 
 
-def _nearest(plan: Plan, candidates: list[str], share: float) -> str:
+def _nearest(plan: WorldPlan, candidates: list[str], share: float) -> str:
     target = share * len(plan.tasks)
     return min(candidates, key=lambda f: (abs(len(_reach(plan, f)) - target), f))
 
@@ -198,7 +198,7 @@ def _same_bucket(value: int) -> int:
     return value + 1 if (value + 1) // BUCKET == value // BUCKET else value - 1
 
 
-def named_cases(plan: Plan, *, share: float = 0.05, mix_facts: int = 4) -> list[Case]:
+def named_cases(plan: WorldPlan, *, share: float = 0.05, mix_facts: int = 4) -> list[Case]:
     """The four world changes reported: (a) indirect, (b) undeclared, (c) unchanged output, a mix.
 
     Each is chosen from the plan alone (seeded): (a) a layer-0 fact read only by declaration, whose

@@ -1,6 +1,6 @@
 """Assumptions: versioned records mirrored on ``assumption`` nodes, rejected only through evidence.
 
-:class:`AssumptionLedger` is the one writer that keeps an assumption's record and its node in
+:class:`Assumptions` is the one writer that keeps an assumption's record and its node in
 agreement. An assumption is rejected only by naming an existing, live ``evidence`` node: the
 rejection writes ``evidence -[contradicts]-> assumption``, marks the record rejected and flags
 exactly the closure that stood on it (:mod:`contextmesh.belief.invalidation`). A rejected assumption is
@@ -24,10 +24,10 @@ from contextmesh.core.graph import ContextGraph
 from contextmesh.core.ids import slug
 from contextmesh.core.model import AssumptionRecord
 
-__all__ = ["AssumptionLedger"]
+__all__ = ["Assumptions"]
 
 
-class AssumptionLedger:
+class Assumptions:
     """Create, supersede, bind, reject and trace assumptions on one graph."""
 
     def __init__(self, graph: ContextGraph) -> None:

@@ -225,10 +225,10 @@ def demo(args: argparse.Namespace) -> tuple[Any, str]:
 
 def _lineage_text(world: DemoWorld, assumption_id: str) -> str:
     """The demo's lineage block (``demo`` and ``invalidate`` print the same)."""
-    from contextmesh.belief.assumptions import AssumptionLedger  # noqa: PLC0415
+    from contextmesh.belief.assumptions import Assumptions  # noqa: PLC0415
     from contextmesh.cli.render import render_lineage  # noqa: PLC0415
 
-    return render_lineage(AssumptionLedger(world.graph), assumption_id)
+    return render_lineage(Assumptions(world.graph), assumption_id)
 
 
 def health(args: argparse.Namespace) -> tuple[Any, str]:
@@ -248,7 +248,7 @@ def health(args: argparse.Namespace) -> tuple[Any, str]:
 
 def invalidate(args: argparse.Namespace) -> tuple[Any, str]:
     """``contextmesh invalidate``: reject the demo's sizing assumption through evidence."""
-    from contextmesh.belief.assumptions import AssumptionLedger  # noqa: PLC0415
+    from contextmesh.belief.assumptions import Assumptions  # noqa: PLC0415
     from contextmesh.cli.render import render_invalidation, render_lineage  # noqa: PLC0415
     from contextmesh.demo.knowledge import break_in_graph, break_sizing_assumption, load_demo  # noqa: PLC0415
 
@@ -260,9 +260,7 @@ def invalidate(args: argparse.Namespace) -> tuple[Any, str]:
             report = break_in_graph(session.graph, sidecar, dry_run=True)
             return report.to_dict(), render_invalidation(report, dry_run=True)
         report = session.apply(lambda s: break_in_graph(s.graph, sidecar))
-        text = (
-            render_invalidation(report) + "\n" + render_lineage(AssumptionLedger(session.graph), report.assumption_id)
-        )
+        text = render_invalidation(report) + "\n" + render_lineage(Assumptions(session.graph), report.assumption_id)
         return report.to_dict(), text + f"\n(session generation {session.generation})"
     world = _world(args, 8)
     report = break_sizing_assumption(world, dry_run=args.dry_run)

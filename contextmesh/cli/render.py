@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from contextmesh.belief.assumptions import AssumptionLedger
+from contextmesh.belief.assumptions import Assumptions
 from contextmesh.belief.invalidation import InvalidationReport
 from contextmesh.belief.temporal import AsOf
 from contextmesh.demo.execute import Walkthrough, produced
@@ -76,7 +76,7 @@ def render_invalidation(report: InvalidationReport, *, dry_run: bool = False) ->
     return "\n".join(lines)
 
 
-def render_lineage(ledger: AssumptionLedger, assumption_id: str) -> str:
+def render_lineage(ledger: Assumptions, assumption_id: str) -> str:
     """``ASSUMPTION LINEAGE``: oldest first, each with version and status."""
     lines = ["ASSUMPTION LINEAGE"]
     for record in ledger.lineage(assumption_id):

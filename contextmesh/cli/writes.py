@@ -18,7 +18,7 @@ from contextmesh.cli.reads import open_session
 from contextmesh.core.errors import ExecutionError
 
 if TYPE_CHECKING:
-    from contextmesh.execution.plan import Runner
+    from contextmesh.execution.plan import Plan
     from contextmesh.orchestration.deployed import Dispatched
     from contextmesh.orchestration.served_record import ServedRecord
     from contextmesh.session.session import Session
@@ -147,7 +147,7 @@ def _states_line(session: Session) -> str:
     return f"session generation {session.generation} · round {runner.round}: {states}"
 
 
-def _runner_of(session: Session) -> Runner:
+def _runner_of(session: Session) -> Plan:
     if session.runner is None:
         raise ExecutionError(f"{session.directory} holds no execution plan")
     return session.runner

@@ -13,7 +13,7 @@ Panels and the engine calls behind them (``dashboard/README.md`` says the same f
 * ``hops`` — ``Walker.hop_histogram``; ``traffic`` — ``EdgeRecord.traversals`` summed by type;
 * ``tokens`` — ``Walk.tokens`` / ``Walk.flat_tokens`` and ``Walker.token_ratios``;
 * ``dead_ends`` — ``Walker.dead_end_ledger`` (and the first walk per reason);
-* ``execution`` — the ``Runner``'s tasks and its ``RunLedger``: entries, ``receipts``, ``head``,
+* ``execution`` — the ``Plan``'s tasks and its ``RunLedger``: entries, ``receipts``, ``head``,
   ``verify``.
 
 Invariant: the demo payload is a pure function of ``rounds`` (``tests/dashboard`` regenerates it
@@ -33,7 +33,7 @@ from contextmesh.dashboard.marks import EDGE_CAP, HEIGHT, NODE_CAP, WIDTH, sampl
 from contextmesh.demo.execute import run_walkthrough
 from contextmesh.demo.knowledge import break_sizing_assumption, build_world, round_questions
 from contextmesh.demo.saved import open_demo_session
-from contextmesh.execution.plan import Runner, Task
+from contextmesh.execution.plan import Plan, Task
 from contextmesh.formats.run_ledger import EVENTS
 from contextmesh.knowledge.health import check
 from contextmesh.knowledge.pipeline import BuildReport
@@ -118,7 +118,7 @@ def assemble(
     walker: Walker,
     rounds: int,
     build: BuildReport | None,
-    runner: Runner | None,
+    runner: Plan | None,
     source: dict[str, Any],
 ) -> dict[str, Any]:
     """Every panel of one graph, its walks and (optionally) its plan."""
@@ -270,7 +270,7 @@ def _dead_ends(walker: Walker) -> dict[str, Any]:
 def _layers(tasks: dict[str, Task]) -> list[list[str]]:
     """The plan's layers: a task sits one layer after the deepest task it needs."""
     depth: dict[str, int] = {}
-    for task in tasks.values():  # declaration order is a topological order (Runner.task)
+    for task in tasks.values():  # declaration order is a topological order (Plan.task)
         depth[task.name] = 1 + max((depth[n] for n in task.needs), default=-1)
     layers: list[list[str]] = [[] for _ in range(max(depth.values(), default=-1) + 1)]
     for name, level in depth.items():
@@ -278,7 +278,7 @@ def _layers(tasks: dict[str, Task]) -> list[list[str]]:
     return layers
 
 
-def _execution(runner: Runner) -> dict[str, Any]:
+def _execution(runner: Plan) -> dict[str, Any]:
     ledger = runner.ledger
     entries = ledger.entries
     names = list(runner.tasks)
@@ -354,7 +354,7 @@ def _execution(runner: Runner) -> dict[str, Any]:
     }
 
 
-def _last_receipt(runner: Runner) -> dict[str, Any] | None:
+def _last_receipt(runner: Plan) -> dict[str, Any] | None:
     disproofs = [e for e in runner.ledger.entries if e.event == "disproved" and e.receipt is not None]
     if not disproofs:
         return None

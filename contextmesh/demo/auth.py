@@ -24,7 +24,7 @@ from typing import Any
 from contextmesh.core.canonical import file_bytes, loads
 from contextmesh.core.errors import InputError
 from contextmesh.execution.context import AuditContext, RunContext, Verdict
-from contextmesh.execution.plan import Runner
+from contextmesh.execution.plan import Plan
 from contextmesh.execution.task_registry import TaskRegistry
 
 __all__ = [
@@ -161,7 +161,7 @@ def register_demo(registry: TaskRegistry, *, feed: Path, keys: dict[str, str] | 
     return table
 
 
-def declare_plan(runner: Runner, keys: dict[str, str] | None = None) -> None:
+def declare_plan(runner: Plan, keys: dict[str, str] | None = None) -> None:
     """Declare the five tasks of the secure-authentication plan on ``runner``."""
     table = {**DEFAULT_KEYS, **(keys or {})}
     audit = table["advisory_audit"]

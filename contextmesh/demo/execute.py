@@ -12,13 +12,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from contextmesh.belief.assumptions import AssumptionLedger
+from contextmesh.belief.assumptions import Assumptions
 from contextmesh.core.errors import ExecutionError
 from contextmesh.core.graph import ContextGraph
 from contextmesh.core.model import NodeRecord
 from contextmesh.demo.auth import ADVISORY_TEXT, DEFAULT_KEYS, PLAN_NAME, declare_plan, publish, register_demo
 from contextmesh.execution.in_process import Executor
-from contextmesh.execution.plan import RecheckReport, RoundReport, Runner
+from contextmesh.execution.plan import Plan, RecheckReport, RoundReport
 from contextmesh.execution.task_registry import TaskRegistry
 from contextmesh.session.session import Session
 
@@ -31,7 +31,7 @@ REPAIR_GROUND = "bcrypt has no open advisory"
 class Walkthrough:
     """Everything the transcript shows, as engine objects."""
 
-    runner: Runner
+    runner: Plan
     first: RoundReport
     recheck: RecheckReport
     third: RoundReport
@@ -80,7 +80,7 @@ def run_walkthrough(
     if registry is None:
         registry = TaskRegistry()
         register_demo(registry, feed=feed)
-    runner = Runner(PLAN_NAME, ContextGraph(), registry=registry, executor=executor)
+    runner = Plan(PLAN_NAME, ContextGraph(), registry=registry, executor=executor)
     declare_plan(runner)
     declared = [
         {"name": t.name, "worker_key": t.worker_key, "assumes": t.assumes, "needs": list(t.needs)}
@@ -91,7 +91,7 @@ def run_walkthrough(
     recheck = runner.recheck()
     runner.repair("hashing", assumes=REPAIR_GROUND, worker_key=DEFAULT_KEYS["bcrypt"], produces=["password hasher"])
     third = runner.run()
-    ledger = AssumptionLedger(runner.graph)
+    ledger = Assumptions(runner.graph)
     lineage = [
         {"id": r.id, "version": r.version, "status": r.status, "statement": r.statement}
         for r in ledger.lineage(runner.tasks["hashing"].assumption_id)
@@ -137,6 +137,6 @@ def run_session_walkthrough(
     assert runner is not None
     lineage = [
         {"id": r.id, "version": r.version, "status": r.status, "statement": r.statement}
-        for r in AssumptionLedger(runner.graph).lineage(runner.tasks["hashing"].assumption_id)
+        for r in Assumptions(runner.graph).lineage(runner.tasks["hashing"].assumption_id)
     ]
     return Walkthrough(runner, first, recheck, third, feed, lineage, declared)

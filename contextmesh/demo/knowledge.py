@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from contextmesh.belief.assumptions import AssumptionLedger
+from contextmesh.belief.assumptions import Assumptions
 from contextmesh.belief.decisions import DecisionLog
 from contextmesh.belief.evidence import submit
 from contextmesh.belief.invalidation import InvalidationReport
@@ -69,7 +69,7 @@ def round_questions() -> list[str]:
 def record_sidecar(world: DemoWorld) -> None:
     """Record the sidecar's assumptions and decisions through the belief APIs, with provenance."""
     graph = world.result.graph
-    ledger = AssumptionLedger(graph)
+    ledger = Assumptions(graph)
     log = DecisionLog(graph)
     sources = {n.attrs.get("key"): n.id for n in graph.by_type("source")}
     claims = {n.attrs.get("key"): n.id for n in graph.by_type("claim")}
@@ -127,7 +127,7 @@ def break_sizing_assumption(world: DemoWorld, *, dry_run: bool = False) -> Inval
 
 def break_in_graph(graph: ContextGraph, sidecar: Sidecar, *, dry_run: bool = False) -> InvalidationReport:
     """The demo's break on any graph built from the demo corpus (a saved session's, too)."""
-    ledger = AssumptionLedger(graph)
+    ledger = Assumptions(graph)
     statement = next(a.statement for a in sidecar.assumptions if a.key == sidecar.break_assumption)
     target = slug(statement, "assumption")
     if dry_run:

@@ -14,7 +14,7 @@ from pathlib import Path
 from contextmesh.demo.auth import PLAN_NAME, declare_plan, register_demo
 from contextmesh.demo.knowledge import build_world, load_demo
 from contextmesh.execution.in_process import Executor
-from contextmesh.execution.plan import Runner
+from contextmesh.execution.plan import Plan
 from contextmesh.execution.task_registry import TaskRegistry
 from contextmesh.knowledge.embed import HashedEmbedder
 from contextmesh.knowledge.pipeline import Chunk
@@ -55,7 +55,7 @@ def save_demo_session(
     """Build the demo (walk rounds, plan round 1 executed) and save it as a new session."""
     feed = feed or default_feed()
     world = build_world(rounds)
-    runner = Runner(PLAN_NAME, world.graph, registry=demo_registry(feed), executor=executor)
+    runner = Plan(PLAN_NAME, world.graph, registry=demo_registry(feed), executor=executor)
     declare_plan(runner)
     runner.run()
     session = Session(

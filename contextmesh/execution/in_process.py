@@ -1,12 +1,12 @@
 """The Executor contract, and the in-process executor.
 
-The Runner computes a ready layer and hands the executor plain data per task — :class:`TaskCall`:
+The Plan computes a ready layer and hands the executor plain data per task — :class:`TaskCall`:
 the plan and task names, the attempt, the worker and auditor keys, the inputs copied from the
 tasks it needs, the statement of its assumption and a read-only view of submitted evidence —
 never the live graph. For each call the executor runs the worker, then (if it succeeded) the
 auditor, and returns a :class:`TaskOutcome`: an output or an error, a verdict or an audit error,
 and opaque run references (an orchestrator's run ids). Outcomes come back in call order; the
-Runner commits them in declaration order after the whole layer has joined, so graph bytes,
+Plan commits them in declaration order after the whole layer has joined, so graph bytes,
 decision ids and ledger order do not depend on which task finished first.
 
 :class:`InProcessExecutor` runs a layer on a thread pool of configurable width. It honours each

@@ -1,6 +1,6 @@
 """The plan engine: tasks are decisions, grounds are assumptions, rounds run ready layers.
 
-A :class:`Runner` owns one plan on one graph. ``task(...)`` declares a task (keyed through the
+A :class:`Plan` owns one plan on one graph. ``task(...)`` declares a task (keyed through the
 runner's :class:`TaskRegistry`, or a plain callable that cannot be checkpointed) with the
 statement it assumes, the tasks it needs and the artefacts it produces. Each round:
 
@@ -34,7 +34,7 @@ from enum import StrEnum
 from types import MappingProxyType
 from typing import Any
 
-from contextmesh.belief.assumptions import AssumptionLedger
+from contextmesh.belief.assumptions import Assumptions
 from contextmesh.belief.decisions import DecisionLog
 from contextmesh.belief.invalidation import InvalidationReport, render_chain
 from contextmesh.core.canonical import digest
@@ -48,7 +48,7 @@ from contextmesh.execution.in_process import AuditCall, Executor, InProcessExecu
 from contextmesh.execution.task_registry import TaskRegistry
 from contextmesh.formats.run_ledger import RunLedger
 
-__all__ = ["RecheckReport", "RoundReport", "Runner", "Task", "TaskState"]
+__all__ = ["Plan", "RecheckReport", "RoundReport", "Task", "TaskState"]
 
 
 class TaskState(StrEnum):
@@ -137,7 +137,7 @@ class RecheckReport:
         }
 
 
-class Runner:
+class Plan:
     """One plan, one graph, one registry, one ledger."""
 
     def __init__(
@@ -158,7 +158,7 @@ class Runner:
         self.executor: Executor = executor if executor is not None else InProcessExecutor()
         self.tasks: dict[str, Task] = {}
         self.round = 0
-        self.assumptions = AssumptionLedger(graph)
+        self.assumptions = Assumptions(graph)
         self.decisions = DecisionLog(graph)
         title = f"execution plan: {plan}"
         self.source_id = slug(title, "source")

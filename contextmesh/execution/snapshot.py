@@ -25,7 +25,7 @@ from contextmesh.core.errors import ContextMeshError, SnapshotError
 from contextmesh.core.graph import ContextGraph
 from contextmesh.core.ids import slug
 from contextmesh.execution.in_process import Executor
-from contextmesh.execution.plan import Runner, Task, TaskState
+from contextmesh.execution.plan import Plan, Task, TaskState
 from contextmesh.execution.task_registry import TaskRegistry
 from contextmesh.formats.records import check_header, exact_keys, expect_dict, expect_list
 from contextmesh.formats.run_ledger import RunLedger
@@ -62,7 +62,7 @@ _TASK_FIELDS = (
 )
 
 
-def snapshot_runner(runner: Runner) -> dict[str, Any]:
+def snapshot_runner(runner: Plan) -> dict[str, Any]:
     """The plan's state as plain data (refuses a plan holding plain callables)."""
     runner.require_checkpointable()
     return {
@@ -91,7 +91,7 @@ def snapshot_runner(runner: Runner) -> dict[str, Any]:
     }
 
 
-def dump_runner(runner: Runner) -> bytes:
+def dump_runner(runner: Plan) -> bytes:
     """The file bytes of a plan's state."""
     return file_bytes(snapshot_runner(runner))
 
@@ -103,7 +103,7 @@ def load_runner(
     *,
     ledger: RunLedger | None = None,
     executor: Executor | None = None,
-) -> Runner:
+) -> Plan:
     """Parse a snapshot file and restore its runner onto ``graph`` with ``registry``."""
     return restore_runner(loads(data), graph, registry, ledger=ledger, executor=executor)
 
@@ -128,7 +128,7 @@ def restore_runner(
     *,
     ledger: RunLedger | None = None,
     executor: Executor | None = None,
-) -> Runner:
+) -> Plan:
     """Check a snapshot against ``graph`` and ``registry``, then build its runner."""
     top = expect_dict(data, "$")
     check_header(top, EXECUTION_SCHEMA, EXECUTION_VERSION, original_versions=(1,))
@@ -147,7 +147,7 @@ def restore_runner(
         exact_keys(item, _TASK_FIELDS, path)
         task = _restore_task(item, path, graph, registry, tasks, plan)
         tasks[task.name] = task
-    runner = Runner(plan, graph, registry=registry, ledger=ledger, executor=executor)
+    runner = Plan(plan, graph, registry=registry, ledger=ledger, executor=executor)
     runner.tasks = tasks
     runner.round = round_
     return runner

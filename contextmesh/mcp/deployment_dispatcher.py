@@ -41,7 +41,7 @@ from contextmesh.orchestration.served_record import ServedRecord
 from contextmesh.session.session import Session
 
 if TYPE_CHECKING:
-    from contextmesh.execution.plan import Runner
+    from contextmesh.execution.plan import Plan
 
 __all__ = ["DEFAULT_WAIT", "PROBE_TIMEOUT", "PrefectDispatcher", "round_of"]
 
@@ -154,7 +154,7 @@ class PrefectDispatcher:
 
     # -- the steps ------------------------------------------------------------------------------------
 
-    def _usable(self, session: Session, tool: str) -> Runner:
+    def _usable(self, session: Session, tool: str) -> Plan:
         if session.runner is None:
             raise ExecutionError(f"{session.directory} holds no execution plan; {tool} has nothing to run")
         if session.directory is None or Path(session.directory).resolve() != Path(self.record.session_dir).resolve():
@@ -216,11 +216,11 @@ def _invalidation(receipt: dict[str, Any]) -> InvalidationOut:
     )
 
 
-def _in_order(runner: Runner, names: set[str]) -> list[str]:
+def _in_order(runner: Plan, names: set[str]) -> list[str]:
     return [name for name in runner.tasks if name in names]
 
 
-def _fallen(runner: Runner, entries: list[LedgerEntry]) -> list[str]:
+def _fallen(runner: Plan, entries: list[LedgerEntry]) -> list[str]:
     """What a round's disproofs made stale: each disproved task, then what fell with it, in plan order."""
     disproved = [e.task for e in entries if e.event == "disproved" and e.task is not None]
     fell = {e.task for e in entries if e.event == "invalidated" and e.task is not None}
@@ -230,7 +230,7 @@ def _fallen(runner: Runner, entries: list[LedgerEntry]) -> list[str]:
     return [name for name in stale if runner.tasks[name].state is TaskState.STALE]
 
 
-def _head_of(runner: Runner, entries: list[LedgerEntry]) -> str | None:
+def _head_of(runner: Plan, entries: list[LedgerEntry]) -> str | None:
     return entries[-1].digest if entries else runner.ledger.head
 
 
@@ -258,7 +258,7 @@ def _recheck_report(after: Session, round_: int, entries: list[LedgerEntry], flo
     )
 
 
-def _layers(runner: Runner, ran: list[str]) -> list[list[str]]:
+def _layers(runner: Plan, ran: list[str]) -> list[list[str]]:
     """The layers a round ran in: a task runs one layer after the latest of its needs that ran too."""
     depth: dict[str, int] = {}
     for name in runner.tasks:  # declaration order: needs are declared first

@@ -26,7 +26,7 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, Field
 
-from contextmesh.belief.assumptions import AssumptionLedger
+from contextmesh.belief.assumptions import Assumptions
 from contextmesh.belief.invalidation import PRESERVED_LIST_LIMIT, blast_radius, render_chain
 from contextmesh.belief.reconstruct import reconstruct_decision
 from contextmesh.belief.temporal import explain_as_of
@@ -219,7 +219,7 @@ def mesh_lineage(session: Session, assumption_id: AssumptionId) -> LineageResult
     """The supersession chain through an assumption, oldest version first: what it replaced,
     what replaced it, and each version's status and evidence."""
     _assumption(session.graph, assumption_id)
-    chain = AssumptionLedger(session.graph).lineage(assumption_id)
+    chain = Assumptions(session.graph).lineage(assumption_id)
     return LineageResult(assumption_id=assumption_id, depth=len(chain), chain=[assumption_out(r) for r in chain])
 
 

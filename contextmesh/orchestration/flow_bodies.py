@@ -7,7 +7,7 @@ start them.
 
 A **plan flow run** (``session_dir``, ``mode`` ``run`` | ``resume``) is named
 ``<plan> · round <n>``. Under the session's concurrency limit it loads the session, re-emits
-announcements still pending, runs one round through the Runner with a :class:`PrefectExecutor`
+announcements still pending, runs one round through the Plan with a :class:`PrefectExecutor`
 (``run``: every pending, stale or failed task whose ground stands; ``resume``: only the stale and
 pending ones), commits by compare-and-swap, creates a ``<task> · cached`` run in state ``Cached``
 for each untouched task (every one when the plan has at most 50 tasks, else the direct needs of the
@@ -55,7 +55,7 @@ from prefect.task_runners import TaskRunner, ThreadPoolTaskRunner
 
 from contextmesh.belief.invalidation import InvalidationReport
 from contextmesh.core.errors import ContextMeshError, ExecutionError
-from contextmesh.execution.plan import RecheckReport, RoundReport, Runner
+from contextmesh.execution.plan import Plan, RecheckReport, RoundReport
 from contextmesh.execution.task_registry import TaskRegistry
 from contextmesh.orchestration.announce import Outbox
 from contextmesh.orchestration.prefect_executor import PrefectExecutor, cached_run, flow_run_id
@@ -173,7 +173,7 @@ def _load(session_dir: str, registry: TaskRegistry) -> Session:
     return session
 
 
-def _with(session: Session, executor: PrefectExecutor) -> Runner:
+def _with(session: Session, executor: PrefectExecutor) -> Plan:
     runner = session.runner
     if runner is None:
         raise ExecutionError(f"{session.directory} holds no execution plan")
@@ -199,7 +199,7 @@ def _round_description(plan: str, report: RoundReport, mode: Mode, session_id: s
     return text
 
 
-def cached_shown(runner: Runner, report: RoundReport) -> list[str]:
+def cached_shown(runner: Plan, report: RoundReport) -> list[str]:
     """The untouched tasks that get a ``Cached`` run: all of them in a plan of at most 50 tasks,
     else only those a task that ran this round needs directly."""
     if len(runner.tasks) <= CACHED_RUNS_ALL_UP_TO:
@@ -208,7 +208,7 @@ def cached_shown(runner: Runner, report: RoundReport) -> list[str]:
     return [name for name in report.cached if name in needed]
 
 
-def _cached_runs(runner: Runner, shown: list[str]) -> list[PrefectFuture[Any]]:
+def _cached_runs(runner: Plan, shown: list[str]) -> list[PrefectFuture[Any]]:
     tagged = len(runner.tasks) <= CACHED_RUNS_ALL_UP_TO
     futures = []
     for name in shown:
@@ -217,7 +217,7 @@ def _cached_runs(runner: Runner, shown: list[str]) -> list[PrefectFuture[Any]]:
     return futures
 
 
-def _round_table(runner: Runner, report: RoundReport, shown: set[str]) -> list[dict[str, str]]:
+def _round_table(runner: Plan, report: RoundReport, shown: set[str]) -> list[dict[str, str]]:
     rows = []
     for name in runner.tasks:
         if name in report.blocked:
@@ -297,11 +297,11 @@ class _Writer:
     resume: ResumeTrigger | None
 
     @property
-    def runner(self) -> Runner:
+    def runner(self) -> Plan:
         """The session's runner, bound to this flow run's executor (again after a conflict reload)."""
         return _with(self.session, self.executor)
 
-    def committed(self, round_: int, suffix: str = "") -> Runner:
+    def committed(self, round_: int, suffix: str = "") -> Plan:
         """After the commit: name the run for the round it ran, flush what it announced; the runner."""
         runner = self.runner
         _identify(f"{runner.plan} · round {round_}{suffix}", runner.plan, self.session_id)

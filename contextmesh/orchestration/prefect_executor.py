@@ -1,12 +1,12 @@
 """PrefectExecutor: the Executor contract with every worker and auditor call a Prefect task run.
 
-Used inside a running flow (``make_plan_flow`` / ``make_recheck_flow``): the Runner hands it a ready
+Used inside a running flow (``make_plan_flow`` / ``make_recheck_flow``): the Plan hands it a ready
 layer of plain-data calls; each call becomes a task run named ``<task>`` on the flow's task runner
 (tags ``cm.plan:<p>``, ``cm.task:<t>``, ``cm.worker:<key>``, ``cm.assumption:<id>``,
 ``cm.role:worker``), and, once its worker has succeeded, its audit a task run ``<task> · audit``
 (``cm.role:audit``). The layer is the dependency: every need of a call committed in an earlier
 layer, so no ``wait_for`` is passed. Outcomes come back in call order with ``run`` / ``audit_run``
-holding ``{"flow_run_id", "task_run_id"}``, which the Runner writes into the ledger.
+holding ``{"flow_run_id", "task_run_id"}``, which the Plan writes into the ledger.
 
 Invariants (``tests/orchestration/``):
 

@@ -25,13 +25,13 @@ from typing import Any
 
 from prefect.settings import PREFECT_API_URL
 
-from contextmesh.belief.assumptions import AssumptionLedger
+from contextmesh.belief.assumptions import Assumptions
 from contextmesh.core.errors import ExecutionError
 from contextmesh.demo.auth import ADVISORY_TEXT, DEFAULT_KEYS, PLAN_NAME, declare_plan, publish
 from contextmesh.demo.execute import REPAIR_GROUND, Walkthrough
 from contextmesh.demo.knowledge import build_world
 from contextmesh.demo.saved import DEMO_CORPUS, default_feed, demo_registry, open_demo_session
-from contextmesh.execution.plan import RecheckReport, RoundReport, Runner
+from contextmesh.execution.plan import Plan, RecheckReport, RoundReport
 from contextmesh.execution.task_registry import TaskRegistry
 from contextmesh.orchestration.flow_bodies import (
     make_plan_flow,
@@ -77,7 +77,7 @@ def create_demo_session(directory: Path, *, feed: Path, rounds: int = 8) -> Sess
     """The demo as a new session: walk rounds, the plan declared, no plan round run yet."""
     world = build_world(rounds)
     registry = demo_registry(feed)
-    runner = Runner(PLAN_NAME, world.graph, registry=registry)
+    runner = Plan(PLAN_NAME, world.graph, registry=registry)
     declare_plan(runner)
     session = Session(
         world.graph,
@@ -154,7 +154,7 @@ def run_walkthrough_on_prefect(
     assert final.runner is not None
     lineage = [
         {"id": r.id, "version": r.version, "status": r.status, "statement": r.statement}
-        for r in AssumptionLedger(final.runner.graph).lineage(final.runner.tasks["hashing"].assumption_id)
+        for r in Assumptions(final.runner.graph).lineage(final.runner.tasks["hashing"].assumption_id)
     ]
     api = str(PREFECT_API_URL.value() or "")
     recorded = wait_recorded(api, list(flow_runs.values()), sum(task_runs.values()), timeout=record_timeout)

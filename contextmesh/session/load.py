@@ -32,7 +32,7 @@ from pathlib import Path
 from contextmesh.core.canonical import loads, sha256_hex
 from contextmesh.core.errors import InputError, SessionError, SnapshotError
 from contextmesh.core.graph import ContextGraph
-from contextmesh.execution.plan import Runner
+from contextmesh.execution.plan import Plan
 from contextmesh.execution.snapshot import restore_runner
 from contextmesh.execution.task_registry import TaskRegistry
 from contextmesh.formats.graph_file import load_graph
@@ -57,7 +57,7 @@ class Loaded:
     manifest: Manifest
     graph: ContextGraph
     resolver: Resolver
-    runner: Runner | None
+    runner: Plan | None
     ledger: RunLedger | None
     raw: dict[str, bytes]
 
@@ -150,7 +150,7 @@ def _parse(directory: Path, manifest: Manifest, raw: dict[str, bytes], registry:
     return Loaded(manifest, graph, resolver, runner, ledger, raw)
 
 
-def _check_ledger(manifest: Manifest, runner: Runner, ledger: RunLedger, graph: ContextGraph) -> None:
+def _check_ledger(manifest: Manifest, runner: Plan, ledger: RunLedger, graph: ContextGraph) -> None:
     name = manifest.runledger.name if manifest.runledger else "runledger"
     for index, entry in enumerate(ledger.entries):
         where = f"{name}:entries[{index}]"

@@ -30,7 +30,7 @@ from typing import Any, TypeVar
 
 from contextmesh.core.errors import InputError, SessionError
 from contextmesh.core.graph import ContextGraph
-from contextmesh.execution.plan import Runner
+from contextmesh.execution.plan import Plan
 from contextmesh.execution.snapshot import dump_runner
 from contextmesh.execution.task_registry import TaskRegistry
 from contextmesh.formats.resolver_file import dump_resolver
@@ -65,7 +65,7 @@ class Session:
         rounds: int = 0,
         settings: WalkerSettings | None = None,
         corpus: str | None = None,
-        runner: Runner | None = None,
+        runner: Plan | None = None,
         registry: TaskRegistry | None = None,
         flat: FlatBaseline | None = None,
         policy: str = "every-ask",

@@ -18,7 +18,7 @@ from typing import Any
 from prefect import flow
 
 from contextmesh.execution.context import AuditContext, RunContext, Verdict
-from contextmesh.execution.plan import Runner
+from contextmesh.execution.plan import Plan
 from contextmesh.execution.task_registry import TaskRegistry
 from contextmesh.orchestration.flow_bodies import Mode, plan_flow_options, run_plan_round
 
@@ -54,7 +54,7 @@ def build_registry() -> TaskRegistry:
     return registry
 
 
-def declare(runner: Runner) -> None:
+def declare(runner: Plan) -> None:
     """first → slow → last; ``slow`` waits at the gate."""
     runner.task("first", worker_key="test.quick.v1", auditor_key="test.ok.v1", assumes="the first input arrives")
     runner.task("slow", worker_key="test.gated.v1", needs=["first"], assumes="the slow service answers")

@@ -36,7 +36,7 @@ from gated_plan import PLAN, build_registry, declare
 from prefect import flow
 
 from contextmesh.core.graph import ContextGraph
-from contextmesh.execution.plan import Runner
+from contextmesh.execution.plan import Plan
 from contextmesh.knowledge.resolve import Resolver
 from contextmesh.orchestration.deployed import pending_work
 from contextmesh.orchestration.flow_bodies import limit_name
@@ -72,7 +72,7 @@ def test_sigkill_of_the_flow_run_process_leaves_the_session_and_a_new_attempt_co
     prefect_api: str, worker: Any, gated: str, tmp_path: Path
 ) -> None:
     registry = build_registry()
-    runner = Runner(PLAN, ContextGraph(), registry=registry)
+    runner = Plan(PLAN, ContextGraph(), registry=registry)
     declare(runner)
     directory = tmp_path / "session"
     session = Session.create(directory, Session(runner.graph, Resolver(), runner=runner, registry=registry))

@@ -10,7 +10,7 @@ import pytest
 from mcp import Client, MCPError
 from mcp_helpers import QUESTIONS, dir_bytes, served_session, state_bytes, structure, telemetry
 
-from contextmesh.belief.assumptions import AssumptionLedger
+from contextmesh.belief.assumptions import Assumptions
 from contextmesh.belief.invalidation import blast_radius, render_chain
 from contextmesh.belief.reconstruct import reconstruct_decision
 from contextmesh.belief.temporal import explain_as_of
@@ -230,7 +230,7 @@ async def test_get_node_lineage_and_health_describe_the_graph(served: ServedSess
     assert node["type"] == "assumption" and node["assumption"]["status"] == "active"
     assert len(node["in_edges"]) == len(graph.in_edges(assumption, live_only=False))
     assert lineage["chain"][0]["id"] == assumption and lineage["depth"] == 1
-    chain = AssumptionLedger(graph).lineage(assumption)
+    chain = Assumptions(graph).lineage(assumption)
     assert [r["id"] for r in lineage["chain"]] == [r.id for r in chain]
     assert health["nodes_live"] == sum(1 for n in graph if n.live)
     assert {s["kind"] for s in health["signals"]} >= {"untyped_edges", "dead_ends", "invalidated_nodes"}

@@ -15,7 +15,7 @@ import httpx
 
 from contextmesh.core.graph import ContextGraph
 from contextmesh.execution.context import AuditContext, RunContext, Verdict
-from contextmesh.execution.plan import Runner
+from contextmesh.execution.plan import Plan
 from contextmesh.execution.task_registry import TaskRegistry
 from contextmesh.knowledge.resolve import Resolver
 from contextmesh.session.session import Session
@@ -79,12 +79,12 @@ def events(api: str, event_id: str | None = None, *, name: str = "contextmesh.as
 def keyed_session(
     directory: Path,
     registry: TaskRegistry,
-    declare: Callable[[Runner], None],
+    declare: Callable[[Plan], None],
     *,
     plan: str = "orchestration-test",
 ) -> Session:
     """A new session holding a plan declared by ``declare`` (nothing run yet)."""
-    runner = Runner(plan, ContextGraph(), registry=registry)
+    runner = Plan(plan, ContextGraph(), registry=registry)
     declare(runner)
     return Session.create(directory, Session(runner.graph, Resolver(), runner=runner, registry=registry))
 

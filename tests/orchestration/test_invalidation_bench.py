@@ -18,14 +18,14 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
 
 from invalidation.run import run_bench
-from invalidation.world import BUCKET, Case, Plan, generate
+from invalidation.world import BUCKET, Case, WorldPlan, generate
 
 pytestmark = pytest.mark.integration
 
 SHAPE = {"seed": 0, "layers": 4, "columns": 14}
 
 
-def declared_only_change(plan: Plan) -> Case:
+def declared_only_change(plan: WorldPlan) -> Case:
     """Three facts that no task reads without declaring, each moved to another bucket."""
     hidden = {s.undeclared for s in plan.tasks if s.undeclared}
     facts = [f for f in sorted(plan.world) if f not in hidden][1::4][:3]

@@ -30,7 +30,7 @@ import pytest
 from orch_helpers import keyed_session, task_runs
 
 from contextmesh.demo.auth import ADVISORY_TEXT, DEFAULT_KEYS, publish
-from contextmesh.execution.plan import Runner
+from contextmesh.execution.plan import Plan
 from contextmesh.orchestration.flow_bodies import make_plan_flow, make_recheck_flow
 from contextmesh.session.layout import MANIFEST
 from contextmesh.session.session import Session
@@ -48,7 +48,7 @@ def _hashed(layer: int, column: int) -> bool:
     return layer == LAYERS - 1 and column % HASHED_EVERY == 0
 
 
-def declare_wide(runner: Runner) -> None:
+def declare_wide(runner: Plan) -> None:
     """200 tasks in 4 layers of 50; each task after the first layer needs two of the layer before, but a
     hashing task only one (its ``Cached`` need is one more Dask task run in the resume)."""
     for layer in range(LAYERS):

@@ -18,7 +18,7 @@ import pytest
 from orch_helpers import by_role, flow_run, keyed_session, ok_auditor, post, sleeper, task_runs
 
 from contextmesh.execution.context import RunContext
-from contextmesh.execution.plan import Runner
+from contextmesh.execution.plan import Plan
 from contextmesh.execution.task_registry import TaskRegistry
 from contextmesh.orchestration.flow_bodies import limit_name, make_plan_flow
 from contextmesh.session.session import Session
@@ -37,7 +37,7 @@ def test_two_plan_flow_runs_on_one_session_never_overlap_and_both_commit(prefect
     registry.register_worker("test.sleep.v1", sleeper(0.4, fail_first_of=frozenset({"b"})))
     registry.register_auditor("test.ok.v1", ok_auditor)
 
-    def declare(runner: Runner) -> None:
+    def declare(runner: Plan) -> None:
         runner.task("a", worker_key="test.sleep.v1", auditor_key="test.ok.v1", assumes="a's inputs arrive daily")
         runner.task("b", worker_key="test.sleep.v1", needs=["a"], assumes="b's schema is stable")
         runner.task("c", worker_key="test.sleep.v1", assumes="c's service is up")
@@ -94,7 +94,7 @@ def test_a_worker_over_its_timeout_fails_its_task_and_the_next_round_retries_it(
     registry.register_worker("test.slow-once.v1", slow_once, timeout=0.5)
     registry.register_worker("test.quick.v1", sleeper(0.0))
 
-    def declare(runner: Runner) -> None:
+    def declare(runner: Plan) -> None:
         runner.task("quick", worker_key="test.quick.v1", assumes="the quick path is enough")
         runner.task("slow", worker_key="test.slow-once.v1", assumes="the slow service answers in time")
 
@@ -138,7 +138,7 @@ def test_blocked_tasks_get_no_task_run_and_are_listed_with_their_reasons(prefect
     registry.register_worker("test.quick.v1", sleeper(0.0))
     registry.register_auditor("test.watch.v1", watch)
 
-    def declare(runner: Runner) -> None:
+    def declare(runner: Plan) -> None:
         runner.task("fetch", worker_key="test.quick.v1", auditor_key="test.watch.v1", assumes="the upstream API exists")
         runner.task("parse", worker_key="test.quick.v1", needs=["fetch"], assumes="the payload is JSON")
         runner.task("store", worker_key="test.quick.v1", assumes="the bucket is writable")

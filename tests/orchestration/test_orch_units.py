@@ -12,7 +12,7 @@ from prefect.settings.models.root import Settings
 from contextmesh.core.errors import ContextMeshError, ExecutionError
 from contextmesh.core.graph import ContextGraph
 from contextmesh.demo.execute import Walkthrough, run_walkthrough
-from contextmesh.execution.plan import RoundReport, Runner
+from contextmesh.execution.plan import Plan, RoundReport
 from contextmesh.execution.task_registry import TaskRegistry
 from contextmesh.orchestration import local_server as server
 from contextmesh.orchestration import settings
@@ -126,13 +126,13 @@ def test_flow_results_rebuild_the_engine_reports(walk: Walkthrough) -> None:
 def test_large_plans_get_cached_runs_only_for_direct_needs_of_what_ran() -> None:
     registry = TaskRegistry()
     registry.register_worker("w.v1", lambda ctx: {"task": ctx.task})
-    runner = Runner("big", ContextGraph(), registry=registry)
+    runner = Plan("big", ContextGraph(), registry=registry)
     for i in range(60):
         runner.task(f"t{i:02d}", worker_key="w.v1", assumes=f"ground {i}", needs=[f"t{i - 1:02d}"] if i % 2 else [])
     everything = [f"t{i:02d}" for i in range(60) if i != 31]
     report = RoundReport(2, executed=["t31"], cached=everything, runs={"t31": None})
     assert cached_shown(runner, report) == ["t30"]
-    small = Runner("small", ContextGraph(), registry=registry)
+    small = Plan("small", ContextGraph(), registry=registry)
     for i in range(5):
         small.task(f"s{i}", worker_key="w.v1", assumes=f"small ground {i}")
     assert cached_shown(small, RoundReport(2, cached=["s0", "s1"], runs={"s2": None})) == ["s0", "s1"]
