@@ -41,7 +41,8 @@ from contextmesh.belief.decisions import DecisionLog
 from contextmesh.core.errors import ExecutionError
 from contextmesh.core.graph import ContextGraph
 from contextmesh.core.ids import key_problem, slug
-from contextmesh.execution.in_process import Executor, InProcessExecutor
+from contextmesh.execution.calls import Executor
+from contextmesh.execution.in_process import InProcessExecutor
 from contextmesh.execution.recheck import recheck
 from contextmesh.execution.repair import repair
 from contextmesh.execution.reports import RecheckReport, RoundReport
@@ -118,7 +119,16 @@ class Plan:
             raise ExecutionError(f"task '{name}' must say what it assumes (non-empty text)")
         record = self.assumptions.assume(assumes, created_by=AUTHOR)
         task = Task(
-            name, assumes, record.id, worker_key, auditor_key, wanted, products, rationale, run=run, audit=audit
+            name=name,
+            assumes=assumes,
+            assumption_id=record.id,
+            worker_key=worker_key,
+            auditor_key=auditor_key,
+            needs=wanted,
+            produces=products,
+            rationale=rationale,
+            run=run,
+            audit=audit,
         )
         self.tasks[name] = task
         return task

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from contextmesh.execution.in_process import AuditCall, TaskOutcome
+from contextmesh.execution.calls import AuditCall, TaskOutcome
 from contextmesh.execution.reports import RecheckReport
 from contextmesh.execution.task import Task, TaskState, ground_stands
 from contextmesh.execution.verdicts import check_contract, disprove, evidence_views, fail, mark_checked
@@ -28,19 +28,7 @@ def recheck(plan: Plan) -> RecheckReport:
     standing = [t for t in plan.tasks.values() if _standing(plan, t)]
     evidence = evidence_views(plan.graph)
     calls = [
-        AuditCall(
-            plan.plan,
-            t.name,
-            t.attempt,
-            t.worker_key,
-            t.auditor_key,
-            t.assumes,
-            t.assumption_id,
-            t.output,
-            evidence,
-            t.audit,
-        )
-        for t in standing
+        AuditCall(identity=t.identity(plan.plan), output=t.output, evidence=evidence, auditor=t.audit) for t in standing
     ]
     outcomes = plan.executor.run_audits(calls, plan.registry)
     check_contract(plan.graph, outcomes)

@@ -13,8 +13,8 @@ import copy
 from types import MappingProxyType
 from typing import TYPE_CHECKING
 
+from contextmesh.execution.calls import TaskCall, TaskOutcome
 from contextmesh.execution.context import EvidenceView
-from contextmesh.execution.in_process import TaskCall, TaskOutcome
 from contextmesh.execution.reports import RoundReport
 from contextmesh.execution.task import Task, TaskState, blocked, ground_stands
 from contextmesh.execution.verdicts import check_contract, decide, disprove, evidence_views, fail
@@ -77,17 +77,11 @@ def _call(plan: Plan, task: Task, evidence: tuple[EvidenceView, ...]) -> TaskCal
     # Copies: a worker must not be able to change another task's recorded output.
     inputs = {need: copy.deepcopy(plan.tasks[need].output) for need in task.needs}
     return TaskCall(
-        plan.plan,
-        task.name,
-        task.attempt,
-        task.worker_key,
-        task.auditor_key,
-        task.assumes,
-        task.assumption_id,
-        MappingProxyType(inputs),
-        evidence,
-        task.run,
-        task.audit,
+        identity=task.identity(plan.plan),
+        inputs=MappingProxyType(inputs),
+        evidence=evidence,
+        worker=task.run,
+        auditor=task.audit,
     )
 
 

@@ -24,7 +24,7 @@ from contextmesh.core.canonical import MAX_SAFE_INTEGER, digest, file_bytes, loa
 from contextmesh.core.errors import ContextMeshError, SnapshotError
 from contextmesh.core.graph import ContextGraph
 from contextmesh.core.ids import slug
-from contextmesh.execution.in_process import Executor
+from contextmesh.execution.calls import Executor
 from contextmesh.execution.plan import Plan, Task, TaskState
 from contextmesh.execution.task_registry import TaskRegistry
 from contextmesh.formats.records import check_header, exact_keys, expect_dict, expect_list
@@ -70,24 +70,25 @@ def snapshot_runner(runner: Plan) -> dict[str, Any]:
         "version": EXECUTION_VERSION,
         "plan": runner.plan,
         "round": runner.round,
-        "tasks": [
-            {
-                "name": t.name,
-                "worker_key": t.worker_key,
-                "auditor_key": t.auditor_key,
-                "assumes": t.assumes,
-                "assumption_id": t.assumption_id,
-                "needs": list(t.needs),
-                "produces": list(t.produces),
-                "rationale": t.rationale,
-                "state": t.state.value,
-                "attempt": t.attempt,
-                "decision_id": t.decision_id,
-                "output": t.output,
-                "error": t.error,
-            }
-            for t in runner.tasks.values()
-        ],
+        "tasks": [_task_data(t) for t in runner.tasks.values()],
+    }
+
+
+def _task_data(task: Task) -> dict[str, Any]:
+    return {
+        "name": task.name,
+        "worker_key": task.worker_key,
+        "auditor_key": task.auditor_key,
+        "assumes": task.assumes,
+        "assumption_id": task.assumption_id,
+        "needs": list(task.needs),
+        "produces": list(task.produces),
+        "rationale": task.rationale,
+        "state": task.state.value,
+        "attempt": task.attempt,
+        "decision_id": task.decision_id,
+        "output": task.output,
+        "error": task.error,
     }
 
 
@@ -159,6 +160,34 @@ def _restore_task(
     name = _text(item["name"], f"{path}.name")
     if name in earlier:
         raise SnapshotError(f"{path}.name", repr(name), "task names are unique within a plan")
+    worker_key, auditor_key = _restore_keys(item, path, registry)
+    assumes, assumption_id = _restore_ground(item, path, graph)
+    needs = _texts(item["needs"], f"{path}.needs")
+    for position, need in enumerate(needs):
+        if need not in earlier:
+            raise SnapshotError(f"{path}.needs[{position}]", repr(need), "a task needs tasks declared before it")
+    produces = _texts(item["produces"], f"{path}.produces")
+    rationale = _text(item["rationale"], f"{path}.rationale", empty=True)
+    state, attempt, decision_id = _restore_progress(item, path, graph, plan, name, worker_key)
+    return Task(
+        name=name,
+        assumes=assumes,
+        assumption_id=assumption_id,
+        worker_key=worker_key,
+        auditor_key=auditor_key,
+        needs=needs,
+        produces=produces,
+        rationale=rationale,
+        state=state,
+        attempt=attempt,
+        decision_id=decision_id,
+        output=item["output"],
+        error=_text(item["error"], f"{path}.error", nullable=True, empty=True),
+    )
+
+
+def _restore_keys(item: dict[str, Any], path: str, registry: TaskRegistry) -> tuple[str, str | None]:
+    """The task's worker and auditor keys, each registered in ``registry``."""
     worker_key = _text(item["worker_key"], f"{path}.worker_key")
     auditor_key = _text(item["auditor_key"], f"{path}.auditor_key", nullable=True)
     for field_name, key, lookup in (
@@ -173,6 +202,11 @@ def _restore_task(
             raise SnapshotError(
                 f"{path}.{field_name}", repr(key), f"every key must be registered here: {exc}"
             ) from None
+    return worker_key, auditor_key
+
+
+def _restore_ground(item: dict[str, Any], path: str, graph: ContextGraph) -> tuple[str, str]:
+    """The task's statement and assumption id, which the graph's assumption must agree with."""
     assumes = _text(item["assumes"], f"{path}.assumes")
     assumption_id = _text(item["assumption_id"], f"{path}.assumption_id")
     record = graph.assumptions.get(assumption_id)
@@ -182,12 +216,13 @@ def _restore_task(
         )
     if record.statement != assumes:
         raise SnapshotError(f"{path}.assumes", repr(assumes), f"the graph's assumption says {record.statement!r}")
-    needs = _texts(item["needs"], f"{path}.needs")
-    for position, need in enumerate(needs):
-        if need not in earlier:
-            raise SnapshotError(f"{path}.needs[{position}]", repr(need), "a task needs tasks declared before it")
-    produces = _texts(item["produces"], f"{path}.produces")
-    rationale = _text(item["rationale"], f"{path}.rationale", empty=True)
+    return assumes, assumption_id
+
+
+def _restore_progress(
+    item: dict[str, Any], path: str, graph: ContextGraph, plan: str, name: str, worker_key: str
+) -> tuple[TaskState, int, str | None]:
+    """The task's state, attempt and decision, checked against the decision node they name."""
     state_text = item["state"]
     if type(state_text) is not str or state_text not in {s.value for s in TaskState}:
         raise SnapshotError(f"{path}.state", repr(state_text), "a stored state is pending, done, stale or failed")
@@ -206,22 +241,7 @@ def _restore_task(
         _check_done(item, path, graph, decision_id, worker_key)
     if state is TaskState.PENDING and decision_id is not None:
         raise SnapshotError(f"{path}.decision_id", repr(decision_id), "a pending task has not made a decision yet")
-    error = _text(item["error"], f"{path}.error", nullable=True, empty=True)
-    return Task(
-        name,
-        assumes,
-        assumption_id,
-        worker_key,
-        auditor_key,
-        needs,
-        produces,
-        rationale,
-        state,
-        attempt,
-        decision_id,
-        item["output"],
-        error,
-    )
+    return state, attempt, decision_id
 
 
 def _check_decision(decision_id: str, path: str, graph: ContextGraph, plan: str, name: str, attempt: int) -> None:

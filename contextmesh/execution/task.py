@@ -15,6 +15,7 @@ from typing import Any
 
 from contextmesh.core.errors import ExecutionError
 from contextmesh.core.graph import ContextGraph
+from contextmesh.execution.calls import TaskIdentity
 from contextmesh.execution.task_registry import TaskRegistry
 
 __all__ = ["Task", "TaskState", "blocked", "check_keys", "ground_stands"]
@@ -29,7 +30,7 @@ class TaskState(StrEnum):
     FAILED = "failed"
 
 
-@dataclass
+@dataclass(kw_only=True)
 class Task:
     """One unit of work, declared once and carried across rounds (a decision node when done)."""
 
@@ -53,6 +54,18 @@ class Task:
     def keyed(self) -> bool:
         """True when both halves of its code are registry keys (it can be checkpointed)."""
         return self.run is None and self.audit is None
+
+    def identity(self, plan: str) -> TaskIdentity:
+        """Who this task's next call is, in ``plan``: the record that travels to executors."""
+        return TaskIdentity(
+            plan=plan,
+            task=self.name,
+            attempt=self.attempt,
+            worker_key=self.worker_key,
+            auditor_key=self.auditor_key,
+            assumption=self.assumes,
+            assumption_id=self.assumption_id,
+        )
 
 
 def ground_stands(graph: ContextGraph, task: Task) -> bool:

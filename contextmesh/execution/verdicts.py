@@ -16,8 +16,8 @@ from contextmesh.core.graph import ContextGraph
 from contextmesh.core.ids import slug
 from contextmesh.core.model import Provenance
 from contextmesh.execution.boundary import AuditContractError
+from contextmesh.execution.calls import TaskOutcome
 from contextmesh.execution.context import EvidenceView, Verdict
-from contextmesh.execution.in_process import TaskOutcome
 from contextmesh.execution.reports import RecheckReport, RoundReport
 from contextmesh.execution.task import Task, TaskState
 
