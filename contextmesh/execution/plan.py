@@ -62,16 +62,16 @@ class Plan:
 
     def __init__(
         self,
-        plan: str,
+        name: str,
         graph: ContextGraph,
         *,
         registry: TaskRegistry | None = None,
         ledger: RunLedger | None = None,
         executor: Executor | None = None,
     ) -> None:
-        if not isinstance(plan, str) or not plan.strip():
-            raise ExecutionError(f"a plan name is non-empty text, not {plan!r}")
-        self.plan = plan
+        if not isinstance(name, str) or not name.strip():
+            raise ExecutionError(f"a plan name is non-empty text, not {name!r}")
+        self.name = name
         self.graph = graph
         self.registry = registry
         self.ledger = ledger if ledger is not None else RunLedger()
@@ -80,10 +80,10 @@ class Plan:
         self.round = 0
         self.assumptions = Assumptions(graph)
         self.decisions = DecisionLog(graph)
-        title = f"execution plan: {plan}"
+        title = f"execution plan: {name}"
         self.source_id = slug(title, "source")
         if self.source_id not in graph:
-            graph.add_node("source", title, id=self.source_id, attrs={"origin": f"plan:{plan}", "retrieved_at": None})
+            graph.add_node("source", title, id=self.source_id, attrs={"origin": f"plan:{name}", "retrieved_at": None})
 
     # -- the task table -------------------------------------------------------------------------
 
@@ -104,7 +104,7 @@ class Plan:
         if not isinstance(name, str) or key_problem(name) is not None:
             raise ExecutionError(f"a task name is text with no whitespace or control characters, not {name!r}")
         if name in self.tasks:
-            raise ExecutionError(f"task '{name}' is already declared in plan '{self.plan}'")
+            raise ExecutionError(f"task '{name}' is already declared in plan '{self.name}'")
         _check_code(name, worker_key, run, auditor_key, audit)
         check_keys(self.registry, name, worker_key, auditor_key)
         wanted = tuple(needs)

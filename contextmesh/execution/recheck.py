@@ -28,7 +28,7 @@ def recheck(plan: Plan) -> RecheckReport:
     standing = [t for t in plan.tasks.values() if _standing(plan, t)]
     evidence = evidence_views(plan.graph)
     calls = [
-        AuditCall(identity=t.identity(plan.plan), output=t.output, evidence=evidence, auditor=t.audit) for t in standing
+        AuditCall(identity=t.identity(plan.name), output=t.output, evidence=evidence, auditor=t.audit) for t in standing
     ]
     outcomes = plan.executor.run_audits(calls, plan.registry)
     check_contract(plan.graph, outcomes)

@@ -70,7 +70,7 @@ def repair(
 def _repairable(plan: Plan, task_name: str, worker_key: str | None, run: Callable[..., Any] | None) -> Task:
     task = plan.tasks.get(task_name)
     if task is None:
-        raise ExecutionError(f"no task '{task_name}' in plan '{plan.plan}'")
+        raise ExecutionError(f"no task '{task_name}' in plan '{plan.name}'")
     if task.state not in {TaskState.STALE, TaskState.FAILED} and ground_stands(plan.graph, task):
         raise ExecutionError(
             f"task '{task_name}' is {task.state.value} on standing ground; repair replaces only stale or failed work"

@@ -77,7 +77,7 @@ def _call(plan: Plan, task: Task, evidence: tuple[EvidenceView, ...]) -> TaskCal
     # Copies: a worker must not be able to change another task's recorded output.
     inputs = {need: copy.deepcopy(plan.tasks[need].output) for need in task.needs}
     return TaskCall(
-        identity=task.identity(plan.plan),
+        identity=task.identity(plan.name),
         inputs=MappingProxyType(inputs),
         evidence=evidence,
         worker=task.run,

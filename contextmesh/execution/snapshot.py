@@ -68,7 +68,7 @@ def snapshot_runner(runner: Plan) -> dict[str, Any]:
     return {
         "schema": EXECUTION_SCHEMA,
         "version": EXECUTION_VERSION,
-        "plan": runner.plan,
+        "plan": runner.name,
         "round": runner.round,
         "tasks": [_task_data(t) for t in runner.tasks.values()],
     }

@@ -84,17 +84,17 @@ def decide(plan: Plan, task: Task, verdict: Verdict | None, run_ref: RunRef, aud
     graph = plan.graph
     entity_ids = _artefacts(graph, task)
     record = plan.decisions.decide(
-        f"{task.name} ({plan.plan})",
-        rationale=task.rationale or f"task '{task.name}' of plan '{plan.plan}' ran {task.worker_key or 'a callable'}",
+        f"{task.name} ({plan.name})",
+        rationale=task.rationale or f"task '{task.name}' of plan '{plan.name}' ran {task.worker_key or 'a callable'}",
         provenance=Provenance(source_id=plan.source_id, extractor=AUTHOR, recorded_at_build=graph.build),
-        id=slug(f"{plan.plan}|{task.name}|v{task.attempt}", "decision"),
+        id=slug(f"{plan.name}|{task.name}|v{task.attempt}", "decision"),
         assumptions=[task.assumption_id],
         needs=[plan.tasks[n].decision_id for n in task.needs if plan.tasks[n].decision_id],  # type: ignore[misc]
         produces=entity_ids,
         supersedes=task.decision_id,
         attrs={
             "task": task.name,
-            "plan": plan.plan,
+            "plan": plan.name,
             "worker_key": task.worker_key,
             "attempt": task.attempt,
             "output_digest": digest(task.output),

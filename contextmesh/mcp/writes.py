@@ -323,7 +323,7 @@ def mesh_repair(
     runner = _runner_of(served.session)
     current = runner.tasks.get(task)
     if current is None:
-        raise ControlledWriteError(f"no task {quote(task)} in plan '{runner.plan}'; it has {', '.join(runner.tasks)}")
+        raise ControlledWriteError(f"no task {quote(task)} in plan '{runner.name}'; it has {', '.join(runner.tasks)}")
     if current.state not in {TaskState.STALE, TaskState.FAILED}:
         raise ControlledWriteError(
             f"task {quote(task)} is {current.state.value}, not stale or failed; controlled repair does not replace "

@@ -316,7 +316,7 @@ class Session:
             "assumptions": len(self.graph.assumptions),
             "plan": None
             if self.runner is None
-            else {"name": self.runner.plan, "round": self.runner.round, "states": self.runner.states()},
+            else {"name": self.runner.name, "round": self.runner.round, "states": self.runner.states()},
             "ledger": None
             if self.runner is None
             else {
