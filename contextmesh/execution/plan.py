@@ -1,7 +1,7 @@
 """The plan engine: tasks are decisions, grounds are assumptions, rounds run ready layers.
 
 A :class:`Plan` owns one plan on one graph. ``task(...)`` declares a task (keyed through the
-runner's :class:`TaskRegistry`, or a plain callable that cannot be checkpointed) with the
+plan's :class:`TaskRegistry`, or a plain callable that cannot be checkpointed) with the
 statement it assumes, the tasks it needs and the artefacts it produces. Each round:
 
 * ``run()`` executes every task that is pending, stale or failed and whose ground stands, layer by
