@@ -113,7 +113,9 @@ def decide(plan: Plan, task: Task, verdict: Verdict | None, run_ref: RunRef, aud
         run=run_ref,
     )
     if verdict is not None:
-        graph.add_edge(record.id, "justified_by", _audit_evidence(plan, task, verdict))
+        text = f"audit of {task.name}: {verdict.reason}"
+        # The attempt is part of the id: each run's audit is its own evidence.
+        graph.add_edge(record.id, "justified_by", _evidence(plan, task, "audit", text, f"{text}|{task.attempt}"))
         plan.ledger.record(
             "audited",
             round=plan.round,
@@ -140,15 +142,15 @@ def _artefacts(graph: ContextGraph, task: Task) -> list[str]:
     return entity_ids
 
 
-def _audit_evidence(plan: Plan, task: Task, verdict: Verdict) -> str:
-    text = f"audit of {task.name}: {verdict.reason}"
-    evidence_id = slug(f"{text}|{task.attempt}", "evidence")
+def _evidence(plan: Plan, task: Task, kind: str, text: str, id_text: str) -> str:
+    """The id of the plan's own evidence node ``text`` (an audit's or a disproof's), added once."""
+    evidence_id = slug(id_text, "evidence")
     if evidence_id not in plan.graph:
         plan.graph.add_node(
             "evidence",
             text,
             id=evidence_id,
-            attrs={"kind": "audit", "task": task.name},
+            attrs={"kind": kind, "task": task.name},
             provenance=Provenance(source_id=plan.source_id, extractor=AUTHOR),
         )
     return evidence_id
@@ -172,7 +174,10 @@ def disprove(plan: Plan, task: Task, verdict: Verdict, run_ref: RunRef, report: 
 
 
 def _reject(plan: Plan, task: Task, verdict: Verdict, run_ref: RunRef) -> InvalidationReport:
-    evidence_id = verdict.cite if verdict.cite is not None else _disproof_evidence(plan, task, verdict)
+    evidence_id = verdict.cite
+    if evidence_id is None:
+        text = f"disproof from {task.name}: {verdict.reason}"
+        evidence_id = _evidence(plan, task, "disproof", text, text)
     report = plan.assumptions.reject(task.assumption_id, evidence_id=evidence_id, created_by=AUTHOR)
     receipt = {
         "ground": {"assumption_id": report.assumption_id, "statement": report.statement},
@@ -201,20 +206,6 @@ def _reject(plan: Plan, task: Task, verdict: Verdict, run_ref: RunRef) -> Invali
             detail=render_chain(chain),
         )
     return report
-
-
-def _disproof_evidence(plan: Plan, task: Task, verdict: Verdict) -> str:
-    text = f"disproof from {task.name}: {verdict.reason}"
-    evidence_id = slug(text, "evidence")
-    if evidence_id not in plan.graph:
-        plan.graph.add_node(
-            "evidence",
-            text,
-            id=evidence_id,
-            attrs={"kind": "disproof", "task": task.name},
-            provenance=Provenance(source_id=plan.source_id, extractor=AUTHOR),
-        )
-    return evidence_id
 
 
 def _mapping(value: object) -> dict[str, Any]:

@@ -232,24 +232,34 @@ class PrefectExecutor:
 
     # -- submitting ----------------------------------------------------------------------------
 
-    def _submit(self, registry: TaskRegistry, role: Role, identity: TaskIdentity, **params: Any) -> PrefectFuture[Any]:
-        """Submit the worker or audit task run of ``identity`` (its key resolved: see :func:`_refusal`)."""
+    def _start(
+        self, call: TaskCall | AuditCall, registry: TaskRegistry | None, role: Role, outcome: TaskOutcome
+    ) -> PrefectFuture[Any] | None:
+        """Submit the call's worker or audit task run, or write on ``outcome`` why it cannot be one."""
+        refused = _refusal(call, registry, role)
+        if refused is not None:
+            if role == "worker":
+                outcome.error = refused
+            else:
+                outcome.audit_error = refused
+            return None
+        assert registry is not None
+        identity = call.identity
+        if isinstance(call, TaskCall):
+            params: dict[str, Any] = {"inputs": dict(call.inputs)}
+            found = identity_tags(identity.plan, identity.task, "worker", identity.worker_key, identity.assumption_id)
+        else:
+            params = {"output": call.output, "evidence": _evidence_data(call.evidence)}
+            found = identity_tags(
+                identity.plan, identity.task, "audit", identity.worker_key, identity.assumption_id, identity.auditor_key
+            )
         registration = _registration(registry, role, _key(identity, role))
-        tag_role, auditor_key = ("worker", None) if role == "worker" else ("audit", identity.auditor_key)
-        found = identity_tags(
-            identity.plan, identity.task, tag_role, identity.worker_key, identity.assumption_id, auditor_key
-        )
         with _tags(found if self.tagged else []):
             future: PrefectFuture[Any] = self._task(registry, role, registration).submit(
                 identity=identity.to_dict(), **params
             )
         self.task_runs += 1
         return future
-
-    def _submit_audit(self, call: AuditCall, registry: TaskRegistry) -> PrefectFuture[Any]:
-        return self._submit(
-            registry, "auditor", call.identity, output=call.output, evidence=_evidence_data(call.evidence)
-        )
 
     # -- the contract ----------------------------------------------------------------------------
 
@@ -259,12 +269,9 @@ class PrefectExecutor:
         outcomes = [TaskOutcome(call.identity.task) for call in calls]
         workers: dict[PrefectFuture[Any], int] = {}
         for index, call in enumerate(calls):
-            refused = _refusal(call, registry, "worker")
-            if refused is not None:
-                outcomes[index].error = refused
-                continue
-            assert registry is not None
-            workers[self._submit(registry, "worker", call.identity, inputs=dict(call.inputs))] = index
+            started = self._start(call, registry, "worker", outcomes[index])
+            if started is not None:
+                workers[started] = index
         audits: dict[PrefectFuture[Any], int] = {}
         for future in as_completed(list(workers)):
             index = workers[future]
@@ -273,13 +280,9 @@ class PrefectExecutor:
             outcome.output, outcome.error = _settle(future, call.identity, "worker", registry)
             if outcome.error is not None or not call.audited:
                 continue
-            audit = call.audit(outcome.output)
-            refused = _refusal(audit, registry, "auditor")
-            if refused is not None:
-                outcome.audit_error = refused
-                continue
-            assert registry is not None
-            audits[self._submit_audit(audit, registry)] = index
+            started = self._start(call.audit(outcome.output), registry, "auditor", outcome)
+            if started is not None:
+                audits[started] = index
         self._collect_audits(audits, calls, outcomes, registry, flow_run)
         return outcomes
 
@@ -289,12 +292,9 @@ class PrefectExecutor:
         outcomes = [TaskOutcome(call.identity.task, output=call.output) for call in calls]
         audits: dict[PrefectFuture[Any], int] = {}
         for index, call in enumerate(calls):
-            refused = _refusal(call, registry, "auditor")
-            if refused is not None:
-                outcomes[index].audit_error = refused
-                continue
-            assert registry is not None
-            audits[self._submit_audit(call, registry)] = index
+            started = self._start(call, registry, "auditor", outcomes[index])
+            if started is not None:
+                audits[started] = index
         self._collect_audits(audits, calls, outcomes, registry, flow_run)
         return outcomes
 
