@@ -102,7 +102,7 @@ def check(
     resolver: Resolver | None = None,
     walker: Walker | None = None,
     *,
-    rounds: int = 0,
+    walk_rounds: int = 0,
     stale_after_rounds: int = 25,
 ) -> HealthReport:
     """Compute every signal over the live graph."""
@@ -177,7 +177,7 @@ def check(
         for a in graph.assumptions.values()
         if a.status == "active"
         and graph.is_live(a.id)
-        and rounds - _int(graph.node(a.id).attrs.get("checked_round")) > stale_after_rounds
+        and walk_rounds - _int(graph.node(a.id).attrs.get("checked_round")) > stale_after_rounds
     ]
     signals.append(
         Signal(

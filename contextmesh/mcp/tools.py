@@ -211,7 +211,7 @@ def mesh_health(session: Session) -> HealthResult:
     """The graph's health: every signal (untyped edges, orphans, provenance gaps, unresolved
     entities, missing relationships, stale assumptions, open contradictions, dead ends,
     invalidated nodes) with a count, a detail and a remedy, plus the graph's size."""
-    report = check(session.graph, session.resolver, session.walker, rounds=session.rounds)
+    report = check(session.graph, session.resolver, session.walker, walk_rounds=session.walk_rounds)
     return HealthResult.model_validate(report.to_dict())
 
 

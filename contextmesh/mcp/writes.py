@@ -122,7 +122,7 @@ def clone_session(session: Session) -> Session:
         directory=session.directory,
         session_id=session.session_id,
         generation=session.generation,
-        rounds=session.rounds,
+        walk_rounds=session.walk_rounds,
         settings=session.settings,
         corpus=session.corpus,
         runner=runner,

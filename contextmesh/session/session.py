@@ -62,7 +62,7 @@ class Session:
         directory: Path | None = None,
         session_id: str | None = None,
         generation: int = 0,
-        rounds: int = 0,
+        walk_rounds: int = 0,
         settings: WalkerSettings | None = None,
         corpus: str | None = None,
         runner: Plan | None = None,
@@ -77,7 +77,7 @@ class Session:
         self.directory = directory
         self.session_id = session_id or str(uuid.uuid4())
         self.generation = generation
-        self.rounds = rounds
+        self.walk_rounds = walk_rounds
         self.settings = settings or WalkerSettings()
         self.corpus = corpus
         self.runner = runner
@@ -143,7 +143,7 @@ class Session:
             directory=directory,
             session_id=manifest.session_id,
             generation=manifest.generation,
-            rounds=manifest.rounds,
+            walk_rounds=manifest.rounds,
             settings=manifest.walker,
             corpus=manifest.corpus,
             runner=loaded.runner,
@@ -184,7 +184,7 @@ class Session:
         draft = Manifest(
             self.session_id,
             self.generation + 1,
-            self.rounds,
+            self.walk_rounds,
             self.settings,
             self.corpus,
             _PLACEHOLDER,
@@ -230,7 +230,7 @@ class Session:
         return self.directory
 
     def _adopt(self, other: Session) -> None:
-        for name in ("graph", "resolver", "generation", "rounds", "settings", "corpus", "runner", "session_id"):
+        for name in ("graph", "resolver", "generation", "walk_rounds", "settings", "corpus", "runner", "session_id"):
             setattr(self, name, getattr(other, name))
         self.walker = Walker(self.graph, self.resolver, settings=self.settings, flat=self.flat)
 
@@ -305,7 +305,7 @@ class Session:
             "session_id": self.session_id,
             "generation": self.generation,
             "latest_on_disk": None if self.directory is None else latest_generation(self.directory),
-            "rounds": self.rounds,
+            "rounds": self.walk_rounds,
             "policy": self.policy,
             "walker": self.settings.to_dict(),
             "nodes_live": sum(live.values()),

@@ -19,7 +19,7 @@ def world() -> DemoWorld:
 
 
 def _report(world: DemoWorld) -> HealthReport:
-    return check(world.graph, world.result.resolver, world.walker, rounds=world.rounds)
+    return check(world.graph, world.result.resolver, world.walker, walk_rounds=world.walk_rounds)
 
 
 def test_every_signal_kind_is_present_in_order(world: DemoWorld) -> None:
@@ -77,7 +77,9 @@ def test_invalidated_nodes_count_what_the_broken_assumption_took_down() -> None:
     assert fallen
     # what fell, plus the rejected assumption itself
     assert set(fallen) == {*report.invalidated, report.assumption_id}
-    signal = check(fresh.graph, fresh.result.resolver, fresh.walker, rounds=fresh.rounds).signal("invalidated_nodes")
+    signal = check(fresh.graph, fresh.result.resolver, fresh.walker, walk_rounds=fresh.walk_rounds).signal(
+        "invalidated_nodes"
+    )
     assert signal.count == len(fallen)
     assert signal.severity == "info"
     assert list(signal.items) == fallen[:12]
@@ -156,7 +158,7 @@ def test_an_assumption_not_rechecked_for_many_rounds_is_stale() -> None:
 
     graph, _ = _tiny()
     record = Assumptions(graph).assume("Hosts are trusted", created_by="test")
-    assert check(graph, rounds=25).signal("stale_assumptions").count == 0
-    signal = check(graph, rounds=26).signal("stale_assumptions")
+    assert check(graph, walk_rounds=25).signal("stale_assumptions").count == 0
+    signal = check(graph, walk_rounds=26).signal("stale_assumptions")
     assert signal.items == (record.id,)
-    assert check(graph, rounds=10, stale_after_rounds=5).signal("stale_assumptions").count == 1
+    assert check(graph, walk_rounds=10, stale_after_rounds=5).signal("stale_assumptions").count == 1

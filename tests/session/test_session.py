@@ -151,7 +151,7 @@ def test_a_restart_keeps_lineage_blast_radius_and_health_apart_from_dead_ends(
         assert after.blast_radius(assumption_id).to_dict() == before.blast_radius(assumption_id).to_dict()
 
     def health(session: Session) -> dict[str, object]:
-        report = check(session.graph, session.resolver, session.walker, rounds=session.rounds).to_dict()
+        report = check(session.graph, session.resolver, session.walker, walk_rounds=session.walk_rounds).to_dict()
         signals = report.pop("signals")
         assert isinstance(signals, list)
         report["signals"] = {s["kind"]: s for s in signals}
