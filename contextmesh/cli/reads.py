@@ -184,7 +184,7 @@ def demo(args: argparse.Namespace) -> tuple[Any, str]:
     before = walker.ask(crossing)
     report = break_sizing_assumption(world)
     after = walker.ask(crossing)
-    health_report = check(world.graph, world.result.resolver, walker, walk_rounds=world.walk_rounds)
+    health_report = check(world.graph, world.result.resolver, walker)  # no plan runs on the demo graph
     counts = world.graph.type_counts(live_only=False)
     data = {
         "build": world.result.report.to_dict(),
@@ -240,10 +240,10 @@ def health(args: argparse.Namespace) -> tuple[Any, str]:
     _one_source(args, "health")
     if args.session is not None:
         session = open_session(args)
-        report = check(session.graph, session.resolver, session.walker, walk_rounds=session.walk_rounds)
+        report = session.health()
         return report.to_dict(), render_health(report)
     world = _world(args, 8)
-    report = check(world.graph, world.result.resolver, world.walker, walk_rounds=world.walk_rounds)
+    report = check(world.graph, world.result.resolver, world.walker)  # no plan runs on the demo graph
     return report.to_dict(), render_health(report)
 
 

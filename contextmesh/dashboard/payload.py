@@ -126,7 +126,7 @@ def assemble(
         "schema": PAYLOAD_SCHEMA,
         "version": PAYLOAD_VERSION,
         "source": source,
-        "header": _header(graph, resolver, walker, walk_rounds),
+        "header": _header(graph, resolver, walker, walk_rounds, _plan_round(graph, runner)),
         "build": None if build is None else {"stages": build.to_dict()},
         "graph": _graph(graph),
         "hops": _hops(walker),
@@ -137,10 +137,17 @@ def assemble(
     }
 
 
-def _header(graph: ContextGraph, resolver: Resolver | None, walker: Walker, walk_rounds: int) -> dict[str, Any]:
+def _plan_round(graph: ContextGraph, runner: Plan | None) -> int:
+    # A plan's clock counts only for the graph it stamps: the demo's walk-through runs on a graph of its own.
+    return runner.round if runner is not None and runner.graph is graph else 0
+
+
+def _header(
+    graph: ContextGraph, resolver: Resolver | None, walker: Walker, walk_rounds: int, plan_round: int
+) -> dict[str, Any]:
     nodes_live, nodes_total = graph.type_counts(), graph.type_counts(live_only=False)
     edges_live, edges_total = graph.edge_counts(), graph.edge_counts(live_only=False)
-    health = check(graph, resolver, walker, walk_rounds=walk_rounds)
+    health = check(graph, resolver, walker, plan_round=plan_round)
     statuses = Counter(record.status for record in graph.assumptions.values())
     return {
         "nodes": [{"type": t, "live": nodes_live[t], "total": nodes_total[t]} for t in graph.ontology.node_types],

@@ -4,8 +4,12 @@
 dashboard or a monitor can diff two reports. ``status`` is ``error`` when any error-severity signal
 has a count, ``warn`` when any warning does, ``ok`` otherwise.
 
-Assumption staleness is measured in walk rounds (the session's rounds clock), not in builds: a
-graph that is rebuilt often but never asked anything has not re-examined its assumptions.
+Assumption staleness is measured on the plan's clock. A plan's audit stamps the ground it looked at
+with ``checked_round``, the plan round it ran in, so ``plan_round`` (the plan's current round) minus
+that stamp is how many plan rounds have passed since an auditor last looked at the world for it; a
+ground never audited counts from round 0. Walk rounds (how many rounds of questions trained the
+walker) are another clock and play no part: subtracting a plan round from a walk-round count made a
+ground audited a moment earlier look stale once the session had been asked enough.
 
 Invariant: ``untyped_edges`` is always present and always 0 (GRAPH.md rule 1).
 """
@@ -102,10 +106,11 @@ def check(
     resolver: Resolver | None = None,
     walker: Walker | None = None,
     *,
-    walk_rounds: int = 0,
+    plan_round: int = 0,
     stale_after_rounds: int = 25,
 ) -> HealthReport:
-    """Compute every signal over the live graph."""
+    """Compute every signal over the live graph; ``plan_round`` is the round of the plan that audits
+    its grounds (0 when no plan runs on this graph)."""
     live = [n for n in graph if n.live]
     signals = [
         Signal(
@@ -177,14 +182,14 @@ def check(
         for a in graph.assumptions.values()
         if a.status == "active"
         and graph.is_live(a.id)
-        and walk_rounds - _int(graph.node(a.id).attrs.get("checked_round")) > stale_after_rounds
+        and plan_round - _int(graph.node(a.id).attrs.get("checked_round")) > stale_after_rounds
     ]
     signals.append(
         Signal(
             "stale_assumptions",
             "warn",
             len(stale),
-            f"{len(stale)} active assumption(s) not rechecked for more than {stale_after_rounds} rounds",
+            f"{len(stale)} active assumption(s) not rechecked for more than {stale_after_rounds} plan rounds",
             "run a recheck so an auditor looks at the world again",
             _items(stale),
         )

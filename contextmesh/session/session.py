@@ -35,6 +35,7 @@ from contextmesh.execution.snapshot import dump_runner
 from contextmesh.execution.task_registry import TaskRegistry
 from contextmesh.formats.resolver_file import dump_resolver
 from contextmesh.formats.run_ledger import RunLedger
+from contextmesh.knowledge.health import HealthReport, check
 from contextmesh.knowledge.resolve import Resolver
 from contextmesh.knowledge.traverse import FlatBaseline, Walk, Walker, WalkerSettings
 from contextmesh.session.commit import CommitConflictError, commit_generation, latest_generation
@@ -335,6 +336,14 @@ class Session:
                 "last_skip": self.last_skip,
             },
         }
+
+    def health(self, *, stale_after_rounds: int = 25) -> HealthReport:
+        """The graph's health; a ground's staleness is counted on the plan's clock (rounds of the plan
+        this session holds, none without one), never in walk rounds."""
+        plan_round = 0 if self.runner is None else self.runner.round
+        return check(
+            self.graph, self.resolver, self.walker, plan_round=plan_round, stale_after_rounds=stale_after_rounds
+        )
 
     @property
     def ledger(self) -> RunLedger | None:
