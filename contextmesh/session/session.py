@@ -25,6 +25,7 @@ import contextlib
 import os
 import uuid
 from collections.abc import Callable
+from dataclasses import KW_ONLY, dataclass, field, fields
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -52,48 +53,47 @@ T = TypeVar("T")
 _PLACEHOLDER = Companion("graph-" + "0" * 64 + ".json", "0" * 64, 0)
 
 
-class Session:
-    """A graph that outlives the process (or, without a directory, one that does not)."""
+def _new_session_id() -> str:
+    return str(uuid.uuid4())
 
-    def __init__(
-        self,
-        graph: ContextGraph,
-        resolver: Resolver,
-        *,
-        directory: Path | None = None,
-        session_id: str | None = None,
-        generation: int = 0,
-        walk_rounds: int = 0,
-        settings: WalkerSettings | None = None,
-        corpus: str | None = None,
-        runner: Plan | None = None,
-        registry: TaskRegistry | None = None,
-        flat: FlatBaseline | None = None,
-        policy: str = "every-ask",
-    ) -> None:
-        if policy not in POLICIES:
-            raise SessionError(f"checkpoint policy {policy!r} is not one of {list(POLICIES)}")
-        self.graph = graph
-        self.resolver = resolver
-        self.directory = directory
-        self.session_id = session_id or str(uuid.uuid4())
-        self.generation = generation
-        self.walk_rounds = walk_rounds
-        self.settings = settings or WalkerSettings()
-        self.corpus = corpus
-        self.runner = runner
-        self.registry = registry
-        self.flat = flat
-        self.policy = policy
-        self.walker = Walker(graph, resolver, settings=self.settings, flat=flat)
-        self.pending = 0
-        self.commits = 0
-        self.contended = 0
-        self.conflicts = 0
-        self.failed = 0
-        self.last_skip: str | None = None
-        self.bytes_written = 0
-        self._stamp: tuple[int, int] | None = None
+
+@dataclass(eq=False, repr=False)
+class Session:
+    """A graph that outlives the process (or, without a directory, one that does not).
+
+    Its fields are declared once, here: the constructor, a load, a commit, a reload (``_adopt``)
+    and a clone (``dataclasses.replace``) all follow this list. A field a manifest stores names its
+    manifest key in its metadata (the format keeps ``rounds`` and ``walker``); the ones from
+    ``walker`` on are this process's state, never passed in.
+    """
+
+    graph: ContextGraph
+    resolver: Resolver
+    _: KW_ONLY
+    directory: Path | None = None
+    session_id: str = field(default_factory=_new_session_id, metadata={"manifest": "session_id"})
+    generation: int = field(default=0, metadata={"manifest": "generation"})
+    walk_rounds: int = field(default=0, metadata={"manifest": "rounds"})
+    settings: WalkerSettings = field(default_factory=WalkerSettings, metadata={"manifest": "walker"})
+    corpus: str | None = field(default=None, metadata={"manifest": "corpus"})
+    runner: Plan | None = None
+    registry: TaskRegistry | None = None
+    flat: FlatBaseline | None = None
+    policy: str = "every-ask"
+    walker: Walker = field(init=False)
+    pending: int = field(default=0, init=False)
+    commits: int = field(default=0, init=False)
+    contended: int = field(default=0, init=False)
+    conflicts: int = field(default=0, init=False)
+    failed: int = field(default=0, init=False)
+    last_skip: str | None = field(default=None, init=False)
+    bytes_written: int = field(default=0, init=False)
+    _stamp: tuple[int, int] | None = field(default=None, init=False)
+
+    def __post_init__(self) -> None:
+        if self.policy not in POLICIES:
+            raise SessionError(f"checkpoint policy {self.policy!r} is not one of {list(POLICIES)}")
+        self.walker = Walker(self.graph, self.resolver, settings=self.settings, flat=self.flat)
 
     # -- creating and loading -------------------------------------------------------------
 
@@ -137,22 +137,17 @@ class Session:
     ) -> Session:
         """Load the newest whole generation of ``directory`` (untrusted input, fully checked)."""
         loaded = load_directory(directory, registry=registry)
-        manifest = loaded.manifest
-        session = cls(
+        stored = {f.name: getattr(loaded.manifest, f.metadata["manifest"]) for f in _STORED_FIELDS}
+        return cls(
             loaded.graph,
             loaded.resolver,
             directory=directory,
-            session_id=manifest.session_id,
-            generation=manifest.generation,
-            walk_rounds=manifest.rounds,
-            settings=manifest.walker,
-            corpus=manifest.corpus,
             runner=loaded.runner,
             registry=registry,
             flat=flat,
             policy=policy,
+            **stored,
         )
-        return session
 
     # -- committing -------------------------------------------------------------------------
 
@@ -182,18 +177,17 @@ class Session:
         if self.directory is None:
             raise SessionError("this session has no directory (an ephemeral demo); save it with --save DIR first")
         head = self.runner.ledger.head if self.runner is not None else None
+        stored = {f.metadata["manifest"]: getattr(self, f.name) for f in _STORED_FIELDS}
+        stored["generation"] += 1  # the generation this commit publishes
+        # Companions are named by the commit, once it has written them.
         draft = Manifest(
-            self.session_id,
-            self.generation + 1,
-            self.walk_rounds,
-            self.settings,
-            self.corpus,
-            _PLACEHOLDER,
-            _PLACEHOLDER,
-            None,
-            None,
-            head,
-            _PLACEHOLDER,
+            **stored,
+            graph=_PLACEHOLDER,
+            telemetry=_PLACEHOLDER,
+            resolver=_PLACEHOLDER,
+            execution=None,
+            runledger=None,
+            ledger_head=head,
         )
         try:
             companions = self.companions()
@@ -231,9 +225,10 @@ class Session:
         return self.directory
 
     def _adopt(self, other: Session) -> None:
-        for name in ("graph", "resolver", "generation", "walk_rounds", "settings", "corpus", "runner", "session_id"):
+        """Take a reload's state (every field passed in, and the walker built on it); keep this
+        process's counters."""
+        for name in (*_INIT_FIELDS, "walker"):
             setattr(self, name, getattr(other, name))
-        self.walker = Walker(self.graph, self.resolver, settings=self.settings, flat=self.flat)
 
     def refresh(self) -> bool:
         """Reload when another writer committed a newer generation (one ``stat``); True if it did."""
@@ -349,6 +344,10 @@ class Session:
     def ledger(self) -> RunLedger | None:
         """The run ledger, when the session holds a plan."""
         return None if self.runner is None else self.runner.ledger
+
+
+_INIT_FIELDS = tuple(f.name for f in fields(Session) if f.init)
+_STORED_FIELDS = tuple(f for f in fields(Session) if "manifest" in f.metadata)
 
 
 def _make_directories(directory: Path) -> list[Path]:
