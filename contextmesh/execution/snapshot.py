@@ -9,7 +9,9 @@ blocked, which is recomputed), ``attempt``, ``decision_id``, ``output`` and ``er
 is given before building anything: references closed (needs name earlier tasks, so no cycles;
 assumption and decision ids exist with the right types), a done task has a live decision and an
 output, decision ids lie in the plan's own namespace, and every key is registered — a checkpoint
-naming an unregistered key is refused with the key in the message.
+naming an unregistered key is refused with the key in the message. Given no registry (a read-only
+load), it applies every rule but that one and keeps the keys as data: the plan comes back with no
+registry, so none of its keys resolves to code and no task of it can run until ``rebind``.
 
 The work is linear in the file's size: no number in it drives a loop. ``attempt`` lies in
 0..:data:`MAX_ATTEMPT`; a task's decision is checked against the one attempt its decision node
@@ -124,12 +126,16 @@ def _texts(value: Any, path: str) -> tuple[str, ...]:
 def restore_runner(
     data: Any,
     graph: ContextGraph,
-    registry: TaskRegistry,
+    registry: TaskRegistry | None,
     *,
     ledger: RunLedger | None = None,
     executor: Executor | None = None,
 ) -> Plan:
-    """Check a snapshot against ``graph`` and ``registry``, then build its runner."""
+    """Check a snapshot against ``graph`` and ``registry``, then build its runner.
+
+    With ``registry=None`` the keys are not looked up (E16 is the one rule not applied) and the
+    runner has no registry: its keys stay unresolved.
+    """
     top = expect_dict(data, "$")
     check_header(top, EXECUTION_SCHEMA, EXECUTION_VERSION, original_versions=(1,))
     exact_keys(top, ("schema", "version", "plan", "round", "tasks"), "$")
@@ -154,25 +160,20 @@ def restore_runner(
 
 
 def _restore_task(
-    item: dict[str, Any], path: str, graph: ContextGraph, registry: TaskRegistry, earlier: dict[str, Task], plan: str
+    item: dict[str, Any],
+    path: str,
+    graph: ContextGraph,
+    registry: TaskRegistry | None,
+    earlier: dict[str, Task],
+    plan: str,
 ) -> Task:
     name = _text(item["name"], f"{path}.name")
     if name in earlier:
         raise SnapshotError(f"{path}.name", repr(name), "task names are unique within a plan")
     worker_key = _text(item["worker_key"], f"{path}.worker_key")
     auditor_key = _text(item["auditor_key"], f"{path}.auditor_key", nullable=True)
-    for field_name, key, lookup in (
-        ("worker_key", worker_key, registry.worker),
-        ("auditor_key", auditor_key, registry.auditor),
-    ):
-        if key is None:
-            continue
-        try:
-            lookup(key)
-        except ContextMeshError as exc:
-            raise SnapshotError(
-                f"{path}.{field_name}", repr(key), f"every key must be registered here: {exc}"
-            ) from None
+    if registry is not None:
+        _check_registered(path, worker_key, auditor_key, registry)
     assumes = _text(item["assumes"], f"{path}.assumes")
     assumption_id = _text(item["assumption_id"], f"{path}.assumption_id")
     record = graph.assumptions.get(assumption_id)
@@ -222,6 +223,22 @@ def _restore_task(
         item["output"],
         error,
     )
+
+
+def _check_registered(path: str, worker_key: str, auditor_key: str | None, registry: TaskRegistry) -> None:
+    """E16: every key is registered (a key is looked up, never imported)."""
+    for field_name, key, lookup in (
+        ("worker_key", worker_key, registry.worker),
+        ("auditor_key", auditor_key, registry.auditor),
+    ):
+        if key is None:
+            continue
+        try:
+            lookup(key)
+        except ContextMeshError as exc:
+            raise SnapshotError(
+                f"{path}.{field_name}", repr(key), f"every key must be registered here: {exc}"
+            ) from None
 
 
 def _check_decision(decision_id: str, path: str, graph: ContextGraph, plan: str, name: str, attempt: int) -> None:

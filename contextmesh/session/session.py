@@ -17,6 +17,12 @@ not get to write), so across processes only what landed is on disk — the gener
 :meth:`Session.describe` shows both.
 
 ``refresh`` lets a long-lived reader notice another writer's commit with one ``stat`` and reload.
+
+``Session.open_readonly`` loads a directory with no ``TaskRegistry``: every cross-file check runs
+but the registry's, a plan comes back with its keys kept as data (unresolved, so none of its tasks
+can run), and every write — ``commit``, ``checkpoint``, ``apply``, ``create`` — is refused with a
+:class:`SessionError` before anything is touched. It is how a reader that cannot resolve a plan's
+keys shows, verifies, checks or exports a session.
 """
 
 from __future__ import annotations
@@ -42,7 +48,7 @@ from contextmesh.knowledge.traverse import FlatBaseline, Walk, Walker, WalkerSet
 from contextmesh.session.commit import CommitConflictError, commit_generation, latest_generation
 from contextmesh.session.files import os_cause
 from contextmesh.session.layout import Companion, Manifest
-from contextmesh.session.load import load_directory
+from contextmesh.session.load import Loaded, load_directory
 from contextmesh.session.lock import SessionLockedError, create_lock_file
 from contextmesh.session.telemetry import dump_structure, dump_telemetry
 
@@ -80,6 +86,7 @@ class Session:
     registry: TaskRegistry | None = None
     flat: FlatBaseline | None = None
     policy: str = "every-ask"
+    read_only: bool = False
     walker: Walker = field(init=False)
     pending: int = field(default=0, init=False)
     commits: int = field(default=0, init=False)
@@ -105,6 +112,7 @@ class Session:
         again: the commit takes back what it wrote, and this removes the lock file and every
         directory the save made.
         """
+        session._refuse_write(f"cannot save it to {directory}")
         made = _make_directories(directory)
         not_empty = SessionError(f"{directory} is not empty; a new session needs an empty directory")
         try:
@@ -137,6 +145,31 @@ class Session:
     ) -> Session:
         """Load the newest whole generation of ``directory`` (untrusted input, fully checked)."""
         loaded = load_directory(directory, registry=registry)
+        return cls._from_loaded(directory, loaded, registry=registry, flat=flat, policy=policy, read_only=False)
+
+    @classmethod
+    def open_readonly(cls, directory: Path, *, flat: FlatBaseline | None = None) -> Session:
+        """Load ``directory`` to read it, never to write it, with no registry.
+
+        Every check of :meth:`load` runs except the lookup of the plan's keys in a registry: the
+        plan keeps its keys as data, unresolved, so no task of it can run. Asking walks in memory
+        only (the policy is ``never``); ``commit``, ``checkpoint`` and ``apply`` raise
+        :class:`SessionError` and change no byte.
+        """
+        loaded = load_directory(directory, read_only=True)
+        return cls._from_loaded(directory, loaded, registry=None, flat=flat, policy="never", read_only=True)
+
+    @classmethod
+    def _from_loaded(
+        cls,
+        directory: Path,
+        loaded: Loaded,
+        *,
+        registry: TaskRegistry | None,
+        flat: FlatBaseline | None,
+        policy: str,
+        read_only: bool,
+    ) -> Session:
         stored = {f.name: getattr(loaded.manifest, f.metadata["manifest"]) for f in _STORED_FIELDS}
         return cls(
             loaded.graph,
@@ -146,8 +179,22 @@ class Session:
             registry=registry,
             flat=flat,
             policy=policy,
+            read_only=read_only,
             **stored,
         )
+
+    def _reload(self, directory: Path) -> Session:
+        if self.read_only:
+            return Session.open_readonly(directory, flat=self.flat)
+        return Session.load(directory, registry=self.registry, flat=self.flat, policy=self.policy)
+
+    def _refuse_write(self, what: str) -> None:
+        if self.read_only:
+            which = "this session" if self.directory is None else f"the session of {self.directory}"
+            raise SessionError(
+                f"{what}: {which} was opened read-only (Session.open_readonly), which never writes; "
+                "load it with Session.load(directory, registry=...) to change it"
+            )
 
     # -- committing -------------------------------------------------------------------------
 
@@ -174,6 +221,7 @@ class Session:
 
     def commit(self, *, lock_wait: float = 2.0) -> int:
         """Publish the next generation if the directory is still at the one this session loaded."""
+        self._refuse_write("cannot commit")
         if self.directory is None:
             raise SessionError("this session has no directory (an ephemeral demo); save it with --save DIR first")
         head = self.runner.ledger.head if self.runner is not None else None
@@ -206,6 +254,7 @@ class Session:
 
     def apply(self, mutate: Callable[[Session], T], *, retries: int = 3) -> T:
         """Run a re-playable mutation and commit it; on a conflict reload and run it again."""
+        self._refuse_write("cannot apply a change")  # before the mutation runs: it changes nothing
         result = mutate(self)
         for attempt in range(retries + 1):
             try:
@@ -215,7 +264,7 @@ class Session:
                 self.conflicts += 1
                 if attempt == retries:
                     raise
-                self._adopt(Session.load(self._dir(), registry=self.registry, flat=self.flat, policy=self.policy))
+                self._adopt(self._reload(self._dir()))
                 result = mutate(self)
         raise AssertionError("unreachable")  # pragma: no cover
 
@@ -242,7 +291,7 @@ class Session:
         self._stamp = stamp
         if latest_generation(self.directory) <= self.generation:
             return False
-        self._adopt(Session.load(self.directory, registry=self.registry, flat=self.flat, policy=self.policy))
+        self._adopt(self._reload(self.directory))
         return True
 
     # -- asking, with the checkpoint policy --------------------------------------------------
@@ -260,8 +309,9 @@ class Session:
 
         A conflict or a held lock is a skipped commit (False; the work stays pending, the reason is
         :attr:`last_skip`). Any other failure to commit is counted, recorded and raised as a
-        :class:`SessionError` naming the directory.
+        :class:`SessionError` naming the directory. A read-only session refuses, pending work or not.
         """
+        self._refuse_write("cannot checkpoint")
         if not self.persistent or not self.pending:
             return False
         try:
