@@ -25,6 +25,7 @@ from proof_cases import CASES, DISPROOF, ORIGIN, Case, World, make_world, rewrit
 from contextmesh.core.canonical import file_bytes
 from contextmesh.core.errors import ProofError
 from contextmesh.demo.execute import run_walkthrough
+from contextmesh.formats.merkle import MerkleTree, leaf_hash
 from contextmesh.formats.proofs import (
     checkpoint_for,
     consistency_bundle,
@@ -105,6 +106,28 @@ def test_the_tool_passes_the_consistency_vectors(name: str, probe: dict[str, Any
             tool.verify_consistency(*args)
     else:
         tool.verify_consistency(*args)
+
+
+def test_the_tool_verifies_every_proof_of_every_small_tree_and_refuses_each_one_flipped() -> None:
+    # The vectors stop at eight leaves; this sweep reaches the shapes they do not (an old tree whose
+    # right edge meets the new tree's below the root, 5 -> 6, 9 -> 12, …).
+    tree = MerkleTree.of_leaves(leaf_hash(bytes([i])) for i in range(40))
+    for size in range(1, 41):
+        root = tree.root(size)
+        for index in range(size):
+            proof = tree.inclusion_proof(index, size)
+            tool.verify_inclusion(index, size, tree.leaf(index), proof, root, "audit_path")
+            if proof:
+                proof[-1] = bytes([proof[-1][0] ^ 1]) + proof[-1][1:]
+                with pytest.raises(tool.Refused):
+                    tool.verify_inclusion(index, size, tree.leaf(index), proof, root, "audit_path")
+        for old in range(1, size + 1):
+            proof = tree.consistency_proof(old, size)
+            tool.verify_consistency(old, size, proof, tree.root(old), root, "consistency_path")
+            if proof:
+                proof[0] = bytes([proof[0][0] ^ 1]) + proof[0][1:]
+                with pytest.raises(tool.Refused):
+                    tool.verify_consistency(old, size, proof, tree.root(old), root, "consistency_path")
 
 
 def test_the_tool_verifies_the_demo_bundles(world: World) -> None:
