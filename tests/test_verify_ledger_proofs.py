@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import ast
 import base64
+import hashlib
 import importlib.util
 import json
+import math
 import subprocess
 import sys
 from pathlib import Path
@@ -19,12 +21,14 @@ from types import ModuleType
 from typing import Any
 
 import pytest
+import rfc8785
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from proof_cases import CASES, DISPROOF, ORIGIN, Case, World, make_world, rewritten_history
 
 from contextmesh.core.canonical import file_bytes
 from contextmesh.core.errors import ProofError
 from contextmesh.demo.execute import run_walkthrough
+from contextmesh.formats.checkpoint import Checkpoint, sign_checkpoint
 from contextmesh.formats.merkle import MerkleTree, leaf_hash
 from contextmesh.formats.proofs import (
     checkpoint_for,
@@ -209,3 +213,32 @@ def test_the_pages_worked_example_is_what_the_code_computes() -> None:
     consistency = consistency_bundle(ledger, checkpoint_for(ledger, signer, ORIGIN, size=1, tree=tree), checkpoint)
     assert json.dumps(consistency["consistency_path"]) in page
     assert tool.verify_bytes(bundle.encode(), [signer.verifier().vkey()], ORIGIN).startswith("ok inclusion")
+
+
+def test_a_receipt_in_a_100000_entry_ledger_is_proved_by_at_most_log2_n_plus_one_hashes(world: World) -> None:
+    # The receipt sits at index 70,000 of a 100,000-leaf tree; the other leaves are synthetic. Both
+    # verifiers get the bundle alone (a few kilobytes) and never the ledger.
+    size, index = 100_000, 70_000
+    entry = world.ledger.entries[DISPROOF].to_dict()
+    entry["seq"] = index + 1
+    entry["digest"] = hashlib.sha256(rfc8785.dumps({k: v for k, v in entry.items() if k != "digest"})).hexdigest()
+    leaves = [leaf_hash(i.to_bytes(4, "big")) for i in range(size)]
+    leaves[index] = entry_leaf_hash(entry)
+    tree = MerkleTree.of_leaves(leaves)
+    checkpoint = sign_checkpoint(Checkpoint(ORIGIN, tree.head()), world.signer)
+    bundle = {
+        "schema": "contextmesh.proof",
+        "version": 1,
+        "kind": "inclusion",
+        "checkpoint": checkpoint,
+        "leaf_index": index,
+        "entry": entry,
+        "audit_path": [base64.b64encode(node).decode() for node in tree.inclusion_proof(index)],
+    }
+    assert len(bundle["audit_path"]) <= math.ceil(math.log2(size)) + 1 == 18
+    data = file_bytes(bundle)
+    assert len(data) < 8_000
+    assert tool.verify_bytes(data, [world.signer.verifier().vkey()], ORIGIN).startswith(
+        "ok inclusion of entries[70000]"
+    )
+    assert verify_bundle(data, world.signer.verifier(), origin=ORIGIN).index == index
