@@ -66,7 +66,7 @@ def demo() -> Walkthrough:
 @pytest.fixture(scope="module")
 def events(demo: Walkthrough) -> list[dict[str, Any]]:
     return openlineage_events(
-        demo.runner.ledger, demo.runner.graph, plan=demo.runner.plan, namespace=NAMESPACE, started_at=STARTED
+        demo.runner.ledger, demo.runner.graph, plan=demo.runner.name, namespace=NAMESPACE, started_at=STARTED
     )
 
 
@@ -127,7 +127,7 @@ def test_the_re_ran_tasks_carry_the_disproof_and_no_first_run_does(events: list[
 
 def test_the_export_is_deterministic(demo: Walkthrough, events: list[dict[str, Any]]) -> None:
     again = openlineage_events(
-        demo.runner.ledger, demo.runner.graph, plan=demo.runner.plan, namespace=NAMESPACE, started_at=STARTED
+        demo.runner.ledger, demo.runner.graph, plan=demo.runner.name, namespace=NAMESPACE, started_at=STARTED
     )
     assert again == events
 

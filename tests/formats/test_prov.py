@@ -27,7 +27,7 @@ def demo() -> Walkthrough:
 
 @pytest.fixture(scope="module")
 def graph(demo: Walkthrough) -> rdflib.Graph:
-    document = prov_document(demo.runner.ledger, demo.runner.graph, plan=demo.runner.plan, base=BASE)
+    document = prov_document(demo.runner.ledger, demo.runner.graph, plan=demo.runner.name, base=BASE)
     return rdflib.Graph().parse(data=json.dumps(document), format="json-ld")
 
 
@@ -76,6 +76,6 @@ def test_runs_use_what_their_upstream_decisions_produced(graph: rdflib.Graph) ->
 
 
 def test_the_document_is_the_same_bytes_every_time(demo: Walkthrough) -> None:
-    first = prov_document(demo.runner.ledger, demo.runner.graph, plan=demo.runner.plan)
-    second = prov_document(run_walkthrough().runner.ledger, run_walkthrough().runner.graph, plan=demo.runner.plan)
+    first = prov_document(demo.runner.ledger, demo.runner.graph, plan=demo.runner.name)
+    second = prov_document(run_walkthrough().runner.ledger, run_walkthrough().runner.graph, plan=demo.runner.name)
     assert file_bytes(first) == file_bytes(second)
