@@ -226,7 +226,7 @@ for line in sys.stdin:
                     traceback.print_exc()
                 finally:
                     os._exit(3)
-            reply({"pid": pid, "generation": start[0], "head": start[1], "heads": [h for _, h in variants]})
+            reply({"pid": pid, "generation": start[0], "head": start[1], "heads": [v.head for v in variants]})
         elif command["cmd"] == "reap":
             _, status = os.waitpid(command["pid"], 0)
             reply({"signal": os.WTERMSIG(status) if os.WIFSIGNALED(status) else None, "status": status})
