@@ -59,7 +59,7 @@ from contextmesh.session.telemetry import apply_telemetry, check_zeroed
 if TYPE_CHECKING:
     from contextmesh.formats.signed_note import NoteVerifier
 
-__all__ = ["Loaded", "SessionFileError", "load_directory"]  # SessionFileError lives in files.py
+__all__ = ["Loaded", "SessionFileError", "load_directory", "read_manifest"]  # SessionFileError lives in files.py
 
 _RETRIES = 4
 
@@ -110,6 +110,26 @@ def _read_generation(directory: Path, generation: int, *, previous: bool) -> _Re
                 "a companion's bytes hash to the digest its manifest records",
             )
     return manifest, raw, before
+
+
+def read_manifest(directory: Path, generation: int) -> Manifest:
+    """Generation ``generation``'s manifest alone (S3-S18, S41, S42), while the directory keeps it."""
+    name = manifest_name(generation)
+    try:
+        data = read_regular(directory, name, limit=MANIFEST_MAX_BYTES)
+    except FileNotFoundError:
+        raise SessionError(
+            f"{directory} no longer holds generation {generation} ({name}): a directory keeps its newest two "
+            "generations, the sweep takes older ones"
+        ) from None
+    if len(data) > MANIFEST_MAX_BYTES:
+        raise SessionFileError(
+            name, f"more than {MANIFEST_MAX_BYTES} bytes", f"a manifest is at most {MANIFEST_MAX_BYTES} bytes"
+        )
+    try:
+        return parse_manifest(loads(data), generation)
+    except InputError as exc:
+        raise SessionFileError(f"{name}:{exc.path}", exc.found, exc.rule) from None
 
 
 def _missing(directory: Path, generation: int, exc: FileNotFoundError) -> SessionFileError:
