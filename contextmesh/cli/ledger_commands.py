@@ -149,14 +149,13 @@ def _index(ledger: RunLedger, entry: EntryRef, directory: Path) -> int:
 
 def prove(args: argparse.Namespace) -> tuple[Any, str]:
     """``contextmesh ledger prove ENTRY --session DIR``: one entry's inclusion bundle."""
-    from contextmesh.formats.proofs import inclusion_bundle, ledger_tree  # noqa: PLC0415
+    from contextmesh.formats.proofs import inclusion_bundle  # noqa: PLC0415
 
-    loaded = _open(args.session)
+    loaded = _open(args.session, full_tree=True)  # the tree from the load's one pass over the entries
     ledger, generation = _ledger_of(loaded, args.session), loaded.manifest.generation
     checkpoint = _signed(loaded.manifest.checkpoint, generation, args.session)
     index = _index(ledger, args.entry, args.session)
-    tree = ledger_tree(ledger)
-    bundle = inclusion_bundle(ledger, index, checkpoint, tree=tree)
+    bundle = inclusion_bundle(ledger, index, checkpoint, tree=loaded.tree)
     entry = ledger.entries[index]
     head = _read(checkpoint).head
     text = "\n".join(
@@ -185,13 +184,13 @@ def consistency(args: argparse.Namespace) -> tuple[Any, str]:
         )
     old_manifest = read_manifest(args.session, args.old)
     read_manifest(args.session, args.new)  # a clear refusal when the sweep took it
-    loaded = _open(args.session, generation=args.new)
+    loaded = _open(args.session, generation=args.new, full_tree=True)
     ledger = _ledger_of(loaded, args.session)
     old = _signed(old_manifest.checkpoint, args.old, args.session)
     new = _signed(loaded.manifest.checkpoint, args.new, args.session)
     if _read(old).head.size == 0:
         raise SessionError(f"generation {args.old} of {args.session} has an empty ledger: every tree extends it")
-    bundle = consistency_bundle(ledger, old, new)
+    bundle = consistency_bundle(ledger, old, new, tree=loaded.tree)
     old_head, new_head = _read(old).head, _read(new).head
     text = (
         f"CONSISTENCY generation {args.old} ({old_head.size} entries, root {old_head.root_hex}) → generation "

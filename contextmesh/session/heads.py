@@ -106,14 +106,14 @@ def parse_previous(raw: tuple[str, bytes] | None, generation: int, session_id: s
     return Previous(name, manifest, None)
 
 
-def leaf_pass_for(previous: Previous | None) -> LeafPass:
+def leaf_pass_for(previous: Previous | None, *, full_tree: bool = False) -> LeafPass:
     """The leaf pass of a load: it remembers the root (or finds the v3 head) the previous generation recorded."""
     prior = None if previous is None else previous.manifest
     if prior is None or prior.runledger is None:
-        return LeafPass()
+        return LeafPass(full_tree=full_tree)
     if prior.ledger_tree is not None:
-        return LeafPass(prior.ledger_tree.size)
-    return LeafPass(find_digest=prior.ledger_head)
+        return LeafPass(prior.ledger_tree.size, full_tree=full_tree)
+    return LeafPass(find_digest=prior.ledger_head, full_tree=full_tree)
 
 
 # -- the reader's rules ----------------------------------------------------------------------------

@@ -43,10 +43,15 @@ def leaf_bytes(digest_bytes: bytes, digest: str) -> bytes:
 
 
 class LeafPass:
-    """The tree of a ledger, built from the bytes its load checks; ``remember`` a root at one size."""
+    """The tree of a ledger, built from the bytes its load checks; ``remember`` a root at one size.
 
-    def __init__(self, remember: int | None = None, *, find_digest: str | None = None) -> None:
+    ``full_tree`` also keeps every perfect subtree (a :class:`MerkleTree`), for a caller that makes
+    proofs from the loaded ledger without hashing its entries again.
+    """
+
+    def __init__(self, remember: int | None = None, *, find_digest: str | None = None, full_tree: bool = False) -> None:
         self.frontier = Frontier()
+        self.tree = MerkleTree() if full_tree else None
         self.remember = remember
         self.remembered: bytes | None = EMPTY_ROOT if remember == 0 else None
         self.find_digest = find_digest
@@ -54,7 +59,10 @@ class LeafPass:
         self.last_digest = GENESIS
 
     def __call__(self, digest_bytes: bytes, digest: str) -> None:
-        self.frontier.append(merkle_leaf_hash(leaf_bytes(digest_bytes, digest)))
+        leaf = merkle_leaf_hash(leaf_bytes(digest_bytes, digest))
+        self.frontier.append(leaf)
+        if self.tree is not None:
+            self.tree.append(leaf)
         self.last_digest = digest
         if self.frontier.size == self.remember:
             self.remembered = self.frontier.root()

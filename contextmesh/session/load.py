@@ -45,6 +45,7 @@ from contextmesh.execution.plan import Plan
 from contextmesh.execution.snapshot import restore_plan
 from contextmesh.execution.task_registry import TaskRegistry
 from contextmesh.formats.graph_file import load_graph
+from contextmesh.formats.merkle import MerkleTree
 from contextmesh.formats.resolver_file import load_resolver
 from contextmesh.formats.run_ledger import RunLedger
 from contextmesh.knowledge.resolve import Resolver
@@ -74,6 +75,7 @@ class Loaded:
     runner: Plan | None
     ledger: RunLedger | None
     raw: dict[str, bytes]
+    tree: MerkleTree | None = None  # the ledger's whole tree, when the load was asked to keep it
 
 
 _Read = tuple[Manifest, dict[str, bytes], tuple[str, bytes] | None]
@@ -153,12 +155,14 @@ def load_directory(
     read_only: bool = False,
     trusted_keys: Sequence[NoteVerifier] = (),
     generation: int | None = None,
+    full_tree: bool = False,
 ) -> Loaded:
     """Load the newest whole generation of ``directory`` (or exactly ``generation``, while it is kept).
 
     ``read_only`` lets a plan load without a registry, its keys unresolved; ``trusted_keys`` pins
     verifier keys: only a generation signed by one of them, whose tree extends the previous
-    generation's, loads.
+    generation's, loads; ``full_tree`` keeps the ledger's whole Merkle tree (``Loaded.tree``), built
+    in the load's one pass, for a caller that makes proofs.
     """
     if not directory.is_dir():
         raise SessionError(f"{directory} is not a session directory")
@@ -175,7 +179,7 @@ def load_directory(
             if generation is not None or latest_generation(directory) == wanted or attempt == _RETRIES:
                 raise _missing(directory, wanted, exc) from None
     previous = parse_previous(before, manifest.generation, manifest.session_id)
-    return _parse(directory, manifest, raw, registry, read_only, (previous, pinned))
+    return _parse(directory, manifest, raw, registry, read_only, (previous, pinned, full_tree))
 
 
 def _in_file(name: str, exc: InputError) -> SessionFileError:
@@ -188,7 +192,7 @@ def _parse(
     raw: dict[str, bytes],
     registry: TaskRegistry | None,
     read_only: bool,
-    pins: tuple[Previous | None, tuple[NoteVerifier, ...]],
+    pins: tuple[Previous | None, tuple[NoteVerifier, ...], bool],
 ) -> Loaded:
     try:
         graph = load_graph(raw["graph"])
@@ -203,11 +207,11 @@ def _parse(
         resolver = load_resolver(raw["resolver"], graph)
     except InputError as exc:
         raise _in_file(manifest.resolver.name, exc) from None
-    previous, pinned = pins
+    previous, pinned, full_tree = pins
     runner = ledger = None
     tree: LeafPass | None = None
     if manifest.execution is not None and manifest.runledger is not None:
-        tree = leaf_pass_for(previous)
+        tree = leaf_pass_for(previous, full_tree=full_tree)
         try:
             ledger = RunLedger.load(raw["runledger"], expect_head=manifest.ledger_head, entry_bytes=tree)
         except InputError as exc:
@@ -216,7 +220,7 @@ def _parse(
     if ledger is not None and tree is not None:
         runner = _load_plan(directory, manifest, raw, graph, ledger, registry, read_only)
         keep(ledger, tree.frontier, tree.last_digest)  # the commit hook extends it: no rehash
-    return Loaded(manifest, graph, resolver, runner, ledger, raw)
+    return Loaded(manifest, graph, resolver, runner, ledger, raw, None if tree is None else tree.tree)
 
 
 def _load_plan(
