@@ -115,6 +115,10 @@ class RunLedger:
         """Every entry, oldest first."""
         return tuple(self._entries)
 
+    def tail(self, start: int) -> tuple[LedgerEntry, ...]:
+        """The entries from index ``start`` on, without copying the ones before (a commit seals only those)."""
+        return tuple(self._entries[start:])
+
     @property
     def head(self) -> str:
         """The last entry's digest (64 zeros for an empty ledger)."""

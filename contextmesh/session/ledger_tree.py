@@ -125,14 +125,15 @@ def seal_ledger(ledger: RunLedger, *, after: LedgerSeal | None = None, prefixes:
     ``prefixes`` asks a rebuilt seal to keep every prefix's root (a full tree): a commit that has a
     previous generation to check against needs it; the first commit of a directory does not.
     """
-    entries = ledger.entries
     start = _Kept(after.frontier, after.digest) if after is not None else _KEPT.get(ledger)
-    if start is not None and start.frontier.size <= len(entries):
+    if start is not None and start.frontier.size <= len(ledger):
         size = start.frontier.size
-        if (entries[size - 1].digest if size else GENESIS) == start.digest:
+        since = ledger.tail(max(size - 1, 0))  # the last entry the frontier holds, then the new ones
+        if (since[0].digest if size else GENESIS) == start.digest:
             frontier = _copy(start.frontier)
-            frontier.extend(entry_leaf_hash(entry) for entry in entries[size:])
+            frontier.extend(entry_leaf_hash(entry) for entry in since[1 if size else 0 :])
             return LedgerSeal(frontier.head(), ledger.head, frontier, start.frontier.head(), start.digest, None, None)
+    entries = ledger.entries
     leaves = [entry_leaf_hash(entry) for entry in entries]
     if not prefixes:
         frontier = Frontier()
