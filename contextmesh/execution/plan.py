@@ -219,9 +219,9 @@ class Plan:
         if auditor_key is not None and audit is not None:
             raise ExecutionError(f"task '{name}': give at most one of auditor_key= and audit=")
         if worker_key is not None:
-            self._require_registry(name).worker(worker_key)
+            self._require_registry(name).lookup_worker(worker_key)
         if auditor_key is not None:
-            self._require_registry(name).auditor(auditor_key)
+            self._require_registry(name).lookup_auditor(auditor_key)
 
     def _require_registry(self, name: str) -> TaskRegistry:
         if self.registry is None:
@@ -270,9 +270,9 @@ class Plan:
         """Adopt a new registry only if it resolves every task's keys; otherwise change nothing."""
         for task in self.tasks.values():
             if task.worker_key is not None:
-                registry.worker(task.worker_key)
+                registry.lookup_worker(task.worker_key)
             if task.auditor_key is not None:
-                registry.auditor(task.auditor_key)
+                registry.lookup_auditor(task.auditor_key)
         self.registry = registry
 
     # -- running ------------------------------------------------------------------------
@@ -645,9 +645,9 @@ class Plan:
             )
         new_worker = worker_key if worker_key is not None else task.worker_key
         if worker_key is not None:
-            self._require_registry(task_name).worker(worker_key)
+            self._require_registry(task_name).lookup_worker(worker_key)
         if auditor_key is not None:
-            self._require_registry(task_name).auditor(auditor_key)
+            self._require_registry(task_name).lookup_auditor(auditor_key)
         products = tuple(produces) if produces is not None else task.produces
         old = self.graph.assumptions[task.assumption_id]
         successor = self.graph.assumptions.get(old.superseded_by) if old.superseded_by else None

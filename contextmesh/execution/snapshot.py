@@ -162,8 +162,8 @@ def _restore_task(
     worker_key = _text(item["worker_key"], f"{path}.worker_key")
     auditor_key = _text(item["auditor_key"], f"{path}.auditor_key", nullable=True)
     for field_name, key, lookup in (
-        ("worker_key", worker_key, registry.worker),
-        ("auditor_key", auditor_key, registry.auditor),
+        ("worker_key", worker_key, registry.lookup_worker),
+        ("auditor_key", auditor_key, registry.lookup_auditor),
     ):
         if key is None:
             continue

@@ -118,7 +118,7 @@ def _work(
     assumption: str,
     inputs: dict[str, Any],
 ) -> Any:
-    worker = registry.worker(worker_key)
+    worker = registry.lookup_worker(worker_key)
     ctx = RunContext(plan, task, attempt, worker.key, assumption, MappingProxyType(inputs))
     return call_worker(worker, ctx)
 
@@ -134,7 +134,7 @@ def _judge(
     output: Any,
     evidence: list[dict[str, Any]],
 ) -> State[Any]:
-    auditor = registry.auditor(auditor_key)
+    auditor = registry.lookup_auditor(auditor_key)
     ctx = AuditContext(
         plan, task, attempt, worker_key or "", auditor.key, assumption, output, _evidence_views(evidence)
     )
@@ -251,7 +251,7 @@ class PrefectExecutor:
 
     def _submit_worker(self, call: TaskCall, registry: TaskRegistry) -> PrefectFuture[Any]:
         assert call.worker_key is not None
-        registration = registry.worker(call.worker_key)
+        registration = registry.lookup_worker(call.worker_key)
         found = identity_tags(call.plan, call.task, "worker", call.worker_key, call.assumption_id)
         with _tags(found if self.tagged else []):
             future = self._task(registry, "worker", registration).submit(
@@ -267,7 +267,7 @@ class PrefectExecutor:
 
     def _submit_audit(self, call: AuditCall, registry: TaskRegistry) -> PrefectFuture[Any]:
         assert call.auditor_key is not None
-        registration = registry.auditor(call.auditor_key)
+        registration = registry.lookup_auditor(call.auditor_key)
         found = identity_tags(call.plan, call.task, "audit", call.worker_key, call.assumption_id, call.auditor_key)
         with _tags(found if self.tagged else []):
             future = self._task(registry, "auditor", registration).submit(
@@ -372,7 +372,7 @@ def _refusal(call: TaskCall | AuditCall, registry: TaskRegistry | None, role: Ro
     if registry is None or key is None:
         return ExecutionError(f"no registry to resolve the {role} key {key!r} of task '{call.task}'")
     try:
-        registry.worker(key) if role == "worker" else registry.auditor(key)
+        registry.lookup_worker(key) if role == "worker" else registry.lookup_auditor(key)
     except ExecutionError as exc:
         return exc
     return None
@@ -400,7 +400,7 @@ def _settle(
 def _timeout_of(registry: TaskRegistry | None, role: Role, key: str | None) -> str:
     if registry is None or key is None:
         return "key's"
-    found = registry.worker(key) if role == "worker" else registry.auditor(key)
+    found = registry.lookup_worker(key) if role == "worker" else registry.lookup_auditor(key)
     return "key's" if found.timeout is None else f"{found.timeout:g} s"
 
 
