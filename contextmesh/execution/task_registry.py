@@ -181,7 +181,7 @@ class TaskRegistry:
     def worker(self, key: str, *, timeout: float | None = None, retries: int = 0) -> Callable[[F], F]:
         """Decorator: register the function below as the worker behind ``key``; it is returned unchanged.
 
-        ``@registry.worker("auth.hash.v1")`` is :meth:`register_worker` written above the function;
+        ``@registry.worker("billing.invoice.v1")`` is :meth:`register_worker` written above the function;
         the same checks run, when the decorator is applied.
         """
 
