@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import importlib
+import pkgutil
 import re
 import subprocess
 import sys
@@ -165,3 +166,23 @@ def test_version_equals_pyproject() -> None:
         project = tomllib.load(handle)["project"]
     assert contextmesh.__version__ == project["version"]
     assert project["name"] == "contextmesh"
+
+
+def test_the_whole_error_tree_of_the_engine_is_exported() -> None:
+    """Every ContextMeshError subclass an engine layer defines is a public name a user may catch."""
+    engine = ("core", "knowledge", "belief", "formats", "execution", "session", "project")
+    defined: dict[str, type] = {}
+    for info in pkgutil.walk_packages(contextmesh.__path__, "contextmesh."):
+        if info.name.split(".")[1] not in engine:
+            continue
+        module = importlib.import_module(info.name)
+        for name, value in vars(module).items():
+            if (
+                isinstance(value, type)
+                and issubclass(value, contextmesh.ContextMeshError)
+                and value.__module__ == info.name
+            ):
+                defined[name] = value
+    assert {"ContextMeshError", "RegistryError", "SessionLockedError", "DocumentError"} <= set(defined)
+    assert sorted(set(defined) - set(contextmesh.__all__)) == []
+    assert {name: getattr(contextmesh, name) for name in defined} == defined
