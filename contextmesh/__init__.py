@@ -46,9 +46,11 @@ if TYPE_CHECKING:
     from contextmesh.core.model import AssumptionRecord, EdgeRecord, NodeRecord, Provenance
     from contextmesh.core.ontology import ONTOLOGY, EdgeType, NodeType, Ontology
     from contextmesh.execution.boundary import AuditContractError, TaskCodeError
+    from contextmesh.execution.calls import Executor, TaskTimeoutError
     from contextmesh.execution.context import AuditContext, EvidenceView, RunContext, Verdict
-    from contextmesh.execution.in_process import Executor, InProcessExecutor, TaskTimeoutError
-    from contextmesh.execution.plan import Plan, RecheckReport, RoundReport
+    from contextmesh.execution.in_process import InProcessExecutor
+    from contextmesh.execution.plan import Plan
+    from contextmesh.execution.reports import RecheckReport, RoundReport
     from contextmesh.execution.task_registry import RegistryError, TaskRegistry
     from contextmesh.knowledge.corpus import Corpus, CorpusError, Sidecar, load_corpus, load_sidecar
     from contextmesh.knowledge.decoding import DocumentError
@@ -152,7 +154,7 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "EvidenceIntakeError": ("contextmesh.belief.evidence", "EvidenceIntakeError"),
     "EvidenceView": ("contextmesh.execution.context", "EvidenceView"),
     "ExecutionError": ("contextmesh.core.errors", "ExecutionError"),
-    "Executor": ("contextmesh.execution.in_process", "Executor"),
+    "Executor": ("contextmesh.execution.calls", "Executor"),
     "FlatBaseline": ("contextmesh.knowledge.traverse", "FlatBaseline"),
     "HashedEmbedder": ("contextmesh.knowledge.embed", "HashedEmbedder"),
     "IdentityError": ("contextmesh.core.errors", "IdentityError"),
@@ -166,9 +168,9 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "OntologyError": ("contextmesh.core.errors", "OntologyError"),
     "Plan": ("contextmesh.execution.plan", "Plan"),
     "Provenance": ("contextmesh.core.model", "Provenance"),
-    "RecheckReport": ("contextmesh.execution.plan", "RecheckReport"),
+    "RecheckReport": ("contextmesh.execution.reports", "RecheckReport"),
     "RegistryError": ("contextmesh.execution.task_registry", "RegistryError"),
-    "RoundReport": ("contextmesh.execution.plan", "RoundReport"),
+    "RoundReport": ("contextmesh.execution.reports", "RoundReport"),
     "RunContext": ("contextmesh.execution.context", "RunContext"),
     "Session": ("contextmesh.session.session", "Session"),
     "SessionError": ("contextmesh.core.errors", "SessionError"),
@@ -178,7 +180,7 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "SnapshotError": ("contextmesh.core.errors", "SnapshotError"),
     "TaskCodeError": ("contextmesh.execution.boundary", "TaskCodeError"),
     "TaskRegistry": ("contextmesh.execution.task_registry", "TaskRegistry"),
-    "TaskTimeoutError": ("contextmesh.execution.in_process", "TaskTimeoutError"),
+    "TaskTimeoutError": ("contextmesh.execution.calls", "TaskTimeoutError"),
     "TemporalError": ("contextmesh.belief.temporal", "TemporalError"),
     "Verdict": ("contextmesh.execution.context", "Verdict"),
     "Walk": ("contextmesh.knowledge.traverse", "Walk"),

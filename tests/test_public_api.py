@@ -113,6 +113,16 @@ def test_every_export_is_the_object_its_table_names_and_is_kept_after_first_use(
     assert set(contextmesh._EXPORTS) == set(contextmesh.__all__)
 
 
+def test_every_export_is_loaded_from_the_module_that_defines_it() -> None:
+    """First use imports what the name needs and no re-exporting module on the way."""
+    elsewhere = {
+        name: (module, getattr(contextmesh, name).__module__)
+        for name, (module, _) in contextmesh._EXPORTS.items()
+        if callable(getattr(contextmesh, name)) and getattr(contextmesh, name).__module__ != module
+    }
+    assert elsewhere == {}
+
+
 def test_an_unknown_name_is_an_attribute_error_naming_it() -> None:
     with pytest.raises(AttributeError, match=r"module 'contextmesh' has no attribute 'Runner'"):
         contextmesh.Runner  # type: ignore[attr-defined]  # noqa: B018 - the access is the test

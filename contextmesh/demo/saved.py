@@ -58,7 +58,7 @@ def _session(world: DemoWorld, runner: Plan) -> Session:
     return Session(
         world.graph,
         world.result.resolver,
-        rounds=world.rounds,
+        walk_rounds=world.walk_rounds,
         corpus=DEMO_CORPUS,
         runner=runner,
         registry=runner.registry,
