@@ -48,7 +48,7 @@ def execute(args: argparse.Namespace) -> tuple[Any, str]:
 
 def _execute_on_prefect(args: argparse.Namespace) -> tuple[Any, str]:
     from contextmesh.cli.render import render_walkthrough  # noqa: PLC0415
-    from contextmesh.orchestration.commands import execute_on_prefect  # noqa: PLC0415 - Prefect only here
+    from contextmesh.cli.walkthroughs import execute_on_prefect  # noqa: PLC0415 - Prefect only there
 
     walk, note = execute_on_prefect(args.session, args.feed, threads=args.threads)
     text = render_walkthrough(walk, urls=walk.urls)

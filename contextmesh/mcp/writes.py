@@ -320,9 +320,9 @@ def mesh_repair(
     registry = served.session.registry
     assert registry is not None  # a session with a plan was loaded with its registry
     try:
-        registry.worker(worker_key)
+        registry.lookup_worker(worker_key)
         if auditor_key is not None:
-            registry.auditor(auditor_key)
+            registry.lookup_auditor(auditor_key)
     except ContextMeshError as exc:
         raise ControlledWriteError(str(exc)) from None
     replaces = current.assumption_id
