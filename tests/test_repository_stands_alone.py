@@ -2,11 +2,12 @@
 
 Two checks over the files git tracks (a fresh clone is exactly those):
 
-* no tracked file mentions ``../shared``, ``ARCHITECTURE.md`` or one of the notes this project was
-  once started from (by name, or as ``reference/<name>``) — a fact the code or an ADR rests on is
-  written into the repository (``docs/prefect-facts.md``, ``docs/architecture.md``) and cited there.
-  Vendored third-party files (``.tools/``, ``node_modules/``) are not the project's words and are
-  not searched;
+* no tracked file mentions a document kept outside the repository: the folder of notes beside the
+  checkout, the architecture note that came before ``docs/architecture.md``, or one of the notes
+  this project was started from (:data:`FORBIDDEN`, spelled in pieces so that this file does not
+  trip its own check). A fact the code or an ADR rests on is written into the repository
+  (``docs/prefect-facts.md``, ``docs/architecture.md``) and cited there. Vendored third-party files
+  (``.tools/``, ``node_modules/``) are not the project's words and are not searched;
 * every relative link in the project's Markdown (``README.md``, ``GRAPH.md``,
   ``dashboard/README.md``, ``docs/**/*.md``) points at a tracked file or folder, and a ``#fragment``
   into a Markdown page names one of its headings (the anchors GitHub derives from them). Links in
@@ -26,7 +27,8 @@ ROOT = Path(__file__).resolve().parents[1]
 VENDORED = (".tools/", "node_modules/")
 DOC_PAGES = ("README.md", "GRAPH.md", "dashboard/README.md")
 
-# Spelled in pieces, so that this file does not trip its own check.
+# Spelled in pieces, so that this file does not trip its own check: the sibling notes folder, the old
+# architecture note, and the notes by name (bare, which covers ``reference/<name>``) or by path.
 _NOTE_NAMES = (
     "prefect" + "-notes",
     "mcp" + "-notes",
