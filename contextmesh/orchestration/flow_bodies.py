@@ -247,7 +247,7 @@ def _round_table(runner: Plan, report: RoundReport, shown: set[str]) -> list[dic
 
 
 def _runner(max_workers: int) -> TaskRunner[PrefectFuture[Any]]:
-    # Bounded: Prefect's default pool is unbounded (prefect-notes pitfall 14).
+    # Bounded: without max_workers Prefect's pool allows sys.maxsize threads (docs/prefect-facts.md §4.1).
     return cast("TaskRunner[PrefectFuture[Any]]", ThreadPoolTaskRunner(max_workers=max_workers))
 
 
