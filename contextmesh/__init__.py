@@ -38,6 +38,7 @@ if TYPE_CHECKING:
         InputError,
         NotFoundError,
         OntologyError,
+        ProofError,
         SessionError,
         SnapshotError,
     )
@@ -101,6 +102,7 @@ __all__ = [
     "Ontology",
     "OntologyError",
     "Plan",
+    "ProofError",
     "Provenance",
     "RecheckReport",
     "RegistryError",
@@ -177,6 +179,7 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "SessionFileError": ("contextmesh.session.files", "SessionFileError"),
     "SessionLockedError": ("contextmesh.session.lock", "SessionLockedError"),
     "Sidecar": ("contextmesh.knowledge.corpus", "Sidecar"),
+    "ProofError": ("contextmesh.core.errors", "ProofError"),
     "SnapshotError": ("contextmesh.core.errors", "SnapshotError"),
     "TaskCodeError": ("contextmesh.execution.boundary", "TaskCodeError"),
     "TaskRegistry": ("contextmesh.execution.task_registry", "TaskRegistry"),
