@@ -8,9 +8,9 @@ the given advisory feed) and the flat baseline of the bundled corpus.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
+from contextmesh.core.home import contextmesh_home
 from contextmesh.demo.auth import PLAN_NAME, declare_plan, register_demo
 from contextmesh.demo.knowledge import build_world, load_demo
 from contextmesh.execution.in_process import Executor
@@ -28,11 +28,7 @@ DEMO_CORPUS = "contextmesh.demo"
 
 def default_feed() -> Path:
     """The demo's advisory feed when none is named: under ``$CONTEXTMESH_HOME`` (XDG state by default)."""
-    home = os.environ.get("CONTEXTMESH_HOME")
-    base = (
-        Path(home) if home else Path(os.environ.get("XDG_STATE_HOME", Path.home() / ".local" / "state")) / "contextmesh"
-    )
-    return base / "demo-feed.json"
+    return contextmesh_home() / "demo-feed.json"
 
 
 def demo_registry(feed: Path) -> TaskRegistry:

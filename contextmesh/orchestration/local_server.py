@@ -52,6 +52,7 @@ from typing import Any
 import httpx
 
 from contextmesh.core.errors import ExecutionError
+from contextmesh.core.home import contextmesh_home
 from contextmesh.orchestration.settings import client_settings, server_environment
 
 __all__ = [
@@ -137,15 +138,6 @@ class ServerStatus:
             "server": None if self.info is None else self.info.to_dict(),
             "reason": self.reason,
         }
-
-
-def contextmesh_home() -> Path:
-    """``$CONTEXTMESH_HOME``, else ``$XDG_STATE_HOME/contextmesh``, else ``~/.local/state/contextmesh``."""
-    home = os.environ.get("CONTEXTMESH_HOME")
-    if home:
-        return Path(home)
-    state = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
-    return Path(state) / "contextmesh"
 
 
 def _home(home: Path | None) -> Path:
