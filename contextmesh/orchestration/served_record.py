@@ -21,7 +21,8 @@ from typing import Any, TypeVar
 
 from contextmesh.core.canonical import file_bytes, loads
 from contextmesh.core.errors import ContextMeshError, ExecutionError, InputError
-from contextmesh.orchestration.local_server import contextmesh_home, process_alive
+from contextmesh.core.home import contextmesh_home
+from contextmesh.orchestration.server_process import process_alive
 from contextmesh.session.commit import latest_generation
 from contextmesh.session.files import MANIFEST_MAX_BYTES, read_regular
 from contextmesh.session.layout import manifest_name, parse_manifest
