@@ -20,6 +20,9 @@ from contextmesh.core.errors import ExecutionError
 from contextmesh.session.plan_check import plan_of
 
 if TYPE_CHECKING:
+    from types import ModuleType
+
+    from contextmesh.execution.plan import Plan, RecheckReport, RoundReport
     from contextmesh.orchestration.deployed import Dispatched
     from contextmesh.orchestration.served_record import ServedRecord
     from contextmesh.session.session import Session
@@ -112,17 +115,41 @@ def _feed_text(args: argparse.Namespace) -> str | None:
 def _write(
     args: argparse.Namespace,
     what: str,
-    dispatch: Callable[[ServedRecord, float], Dispatched],
+    dispatch: Callable[[ModuleType, ServedRecord, float], Dispatched],
     here: Callable[[Session], tuple[dict[str, Any], str]],
 ) -> tuple[Any, str]:
-    """One write: dispatched to the served deployments when there are any, else ``here`` in this process."""
+    """One write: ``dispatch`` (given :mod:`~contextmesh.orchestration.deployed`) to the served
+    deployments when there are any, else ``here`` in this process."""
     wait = _wait(args)
     record = _served_record(args)
     if record is not None:
-        return _after_dispatch(args, dispatch(record, wait), what)
+        from contextmesh.orchestration import deployed  # noqa: PLC0415 - Prefect only when dispatching
+
+        return _after_dispatch(args, dispatch(deployed, record, wait), what)
     session = open_session(args)
     data, text = here(session)
     return {"executor": "in-process", **data, "generation": session.generation}, text + "\n" + _states_line(session)
+
+
+def _reporting(step: Callable[[Plan], RecheckReport | RoundReport]) -> Callable[[Session], tuple[dict[str, Any], str]]:
+    """An in-process write that runs ``step`` on the plan and reports the engine's report."""
+
+    def here(session: Session) -> tuple[dict[str, Any], str]:
+        report = session.apply(lambda s: step(plan_of(s)))
+        return {"report": report.to_dict()}, _summary(report)
+
+    return here
+
+
+def _summary(report: RecheckReport | RoundReport) -> str:
+    """One line for an in-process recheck (what was audited, what fell) or resume (what ran, what waits)."""
+    from contextmesh.execution.plan import RecheckReport  # noqa: PLC0415 - the engine, only when it ran here
+
+    if isinstance(report, RecheckReport):
+        text = f"recheck (in-process) round {report.round}: audited {', '.join(report.audited) or 'nothing'}"
+        return text + (f"; disproved, now stale: {', '.join(report.stale)}" if report.stale else "")
+    text = f"resume (in-process) round {report.round}: executed {', '.join(report.executed) or 'nothing'}"
+    return text + (f"; waiting for repair: {', '.join(sorted(report.blocked))}" if report.blocked else "")
 
 
 def _after_dispatch(args: argparse.Namespace, done: Dispatched, what: str) -> tuple[Any, str]:
@@ -155,56 +182,39 @@ def _states_line(session: Session) -> str:
 
 def recheck(args: argparse.Namespace) -> tuple[Any, str]:
     """``contextmesh recheck``: every standing auditor once."""
-
-    def dispatch(record: ServedRecord, wait: float) -> Dispatched:
-        from contextmesh.orchestration.deployed import dispatch_recheck  # noqa: PLC0415
-
-        return dispatch_recheck(record, feed=_feed_text(args), wait=wait)
-
-    def here(session: Session) -> tuple[dict[str, Any], str]:
-        report = session.apply(lambda s: plan_of(s).recheck())
-        text = f"recheck (in-process) round {report.round}: audited {', '.join(report.audited) or 'nothing'}"
-        if report.stale:
-            text += f"; disproved, now stale: {', '.join(report.stale)}"
-        return {"report": report.to_dict()}, text
-
-    return _write(args, "recheck", dispatch, here)
+    return _write(
+        args,
+        "recheck",
+        lambda deployed, record, wait: deployed.dispatch_recheck(record, feed=_feed_text(args), wait=wait),
+        _reporting(lambda plan: plan.recheck()),
+    )
 
 
 def resume(args: argparse.Namespace) -> tuple[Any, str]:
     """``contextmesh resume``: only stale and pending work whose ground stands."""
 
-    def dispatch(record: ServedRecord, wait: float) -> Dispatched:
-        from contextmesh.orchestration.deployed import dispatch_resume  # noqa: PLC0415
+    def dispatch(deployed: ModuleType, record: ServedRecord, wait: float) -> Dispatched:
+        return deployed.dispatch_resume(record, open_session(args), feed=_feed_text(args), wait=wait)  # type: ignore[no-any-return]
 
-        return dispatch_resume(record, open_session(args), feed=_feed_text(args), wait=wait)
-
-    def here(session: Session) -> tuple[dict[str, Any], str]:
-        report = session.apply(lambda s: plan_of(s).run(include_failed=False))
-        text = f"resume (in-process) round {report.round}: executed {', '.join(report.executed) or 'nothing'}"
-        if report.blocked:
-            text += f"; waiting for repair: {', '.join(sorted(report.blocked))}"
-        return {"report": report.to_dict()}, text
-
-    return _write(args, "resume", dispatch, here)
+    return _write(args, "resume", dispatch, _reporting(lambda plan: plan.run(include_failed=False)))
 
 
 def repair(args: argparse.Namespace) -> tuple[Any, str]:
     """``contextmesh repair TASK --assumes …``: new ground and, optionally, another registered key."""
-
-    def dispatch(record: ServedRecord, wait: float) -> Dispatched:
-        from contextmesh.orchestration.deployed import dispatch_repair  # noqa: PLC0415
-
-        return dispatch_repair(
-            record, task=args.task, assumes=args.assumes, worker_key=args.worker_key, feed=_feed_text(args), wait=wait
-        )
 
     def here(session: Session) -> tuple[dict[str, Any], str]:
         task = session.apply(lambda s: plan_of(s).repair(args.task, assumes=args.assumes, worker_key=args.worker_key))
         text = f"repaired {task.name} (in-process): now {task.worker_key or 'its callable'} on '{task.assumes}'"
         return {"task": task.name, "worker_key": task.worker_key, "assumes": task.assumes}, text
 
-    return _write(args, f"repair of {args.task}", dispatch, here)
+    return _write(
+        args,
+        f"repair of {args.task}",
+        lambda deployed, record, wait: deployed.dispatch_repair(
+            record, task=args.task, assumes=args.assumes, worker_key=args.worker_key, feed=_feed_text(args), wait=wait
+        ),
+        here,
+    )
 
 
 def serve(args: argparse.Namespace) -> tuple[Any, str]:
