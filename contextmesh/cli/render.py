@@ -125,7 +125,7 @@ def render_walkthrough(walk: Walkthrough, *, urls: dict[int, str] | None = None)
     """The seed's transcript: PLAN, rounds, THE GROUND MOVED, ARTEFACTS, lineage, LEDGER, RECEIPT."""
     runner = walk.runner
     urls = urls or {}
-    lines = [f"PLAN {runner.plan} · {len(runner.tasks)} tasks"]
+    lines = [f"PLAN {runner.name} · {len(runner.tasks)} tasks"]
     for task in walk.declared:
         needs = f" (needs {', '.join(task['needs'])})" if task["needs"] else ""
         lines.append(f"  {task['name']:<11} {task['worker_key'] or '-':<24} assumes: {task['assumes']}{needs}")

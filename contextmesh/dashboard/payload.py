@@ -71,7 +71,7 @@ def demo_payload(rounds: int = DEFAULT_ROUNDS, *, feed: Path | None = None) -> d
             walkthrough = run_walkthrough(feed=Path(scratch) / "advisories.json")
     else:
         walkthrough = run_walkthrough(feed=feed)
-    source = {"kind": "demo", "walk_rounds": world.rounds, "plan": walkthrough.runner.plan}
+    source = {"kind": "demo", "walk_rounds": world.rounds, "plan": walkthrough.runner.name}
     return assemble(
         world.graph,
         resolver=world.result.resolver,
@@ -98,7 +98,7 @@ def session_payload(directory: Path, *, rounds: int = DEFAULT_ROUNDS, feed: Path
         "corpus": session.corpus,
         "session_rounds": session.rounds,
         "walk_rounds": rounds,
-        "plan": None if session.runner is None else session.runner.plan,
+        "plan": None if session.runner is None else session.runner.name,
     }
     return assemble(
         session.graph,
@@ -314,7 +314,7 @@ def _execution(runner: Plan) -> dict[str, Any]:
         )
     counts = Counter(entry.event for entry in entries)
     return {
-        "plan": runner.plan,
+        "plan": runner.name,
         "round": runner.round,
         "layers": _layers(runner.tasks),
         "tasks": [

@@ -44,7 +44,7 @@ class Walkthrough:
         graph = self.runner.graph
         artefacts = produced(graph)
         return {
-            "plan": self.runner.plan,
+            "plan": self.runner.name,
             "declared": self.declared,
             "tasks": {
                 t.name: {"worker_key": t.worker_key, "assumes": t.assumes, "state": t.state.value}

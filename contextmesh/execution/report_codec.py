@@ -1,7 +1,7 @@
 """A round's report and a recheck's report as plain data, and back: the one codec of both.
 
-:func:`to_dict` writes a :class:`~contextmesh.execution.plan.RoundReport` or
-:class:`~contextmesh.execution.plan.RecheckReport` as JSON-ready data — every field, each
+:func:`to_dict` writes a :class:`~contextmesh.execution.reports.RoundReport` or
+:class:`~contextmesh.execution.reports.RecheckReport` as JSON-ready data — every field, each
 invalidation with its whole preserved list, so reading it back gives an equal report. A flow run
 returns this form and publishes it as its report artifact (ADR 0008); whoever reads a report back
 (the MCP dispatcher, the walkthrough) reads it with :func:`round_report_from_dict` or
@@ -15,12 +15,13 @@ names the place (``report.invalidations[0].preserved_ids[3]``).
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from typing import Any
 
 from contextmesh.belief.invalidation import InvalidationReport
 from contextmesh.core.errors import SnapshotError
-from contextmesh.execution.plan import RecheckReport, RoundReport
+from contextmesh.execution.reports import RecheckReport, RoundReport
 from contextmesh.formats.records import exact_keys, expect_dict, expect_list, field_path
 
 __all__ = ["RECHECK_FIELDS", "ROUND_FIELDS", "recheck_report_from_dict", "round_report_from_dict", "to_dict"]
@@ -40,37 +41,11 @@ _RUN_FIELDS_RULE = "a run reference is null or an object of text (or null) value
 # -- writing -----------------------------------------------------------------------------------------
 
 
-def _invalidation_dict(report: InvalidationReport) -> dict[str, Any]:
-    return {
-        "assumption_id": report.assumption_id,
-        "statement": report.statement,
-        "invalidated": {node: list(chain) for node, chain in report.invalidated.items()},
-        "invalidated_edges": list(report.invalidated_edges),
-        "preserved_ids": list(report.preserved_ids),
-        "replacement_id": report.replacement_id,
-        "evidence_id": report.evidence_id,
-    }
-
-
 def to_dict(report: RoundReport | RecheckReport) -> dict[str, Any]:
-    """Every field of ``report`` as plain data (fresh lists and objects: nothing aliases the report)."""
-    names = _ROUND_READERS if isinstance(report, RoundReport) else _RECHECK_READERS
-    data: dict[str, Any] = {}
-    for name in names:
-        value = getattr(report, name)
-        if name == "invalidations":
-            data[name] = [_invalidation_dict(item) for item in value]
-        elif name == "runs":
-            data[name] = {task: None if ref is None else dict(ref) for task, ref in value.items()}
-        elif name == "layers":
-            data[name] = [list(layer) for layer in value]
-        elif isinstance(value, dict):
-            data[name] = dict(value)
-        elif isinstance(value, list):
-            data[name] = list(value)
-        else:
-            data[name] = value
-    return data
+    """Every field of ``report`` as plain data, in declaration order (fresh lists and objects: nothing
+    aliases the report). The readers below list the same fields; the round-trip test holds the two
+    together, so a field added to a report without its reader fails there, not in a flow run."""
+    return dataclasses.asdict(report)
 
 
 # -- reading -----------------------------------------------------------------------------------------

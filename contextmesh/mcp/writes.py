@@ -35,7 +35,7 @@ from contextmesh.belief.evidence import submit
 from contextmesh.core.canonical import loads
 from contextmesh.core.errors import ContextMeshError, SessionError
 from contextmesh.execution.plan import Plan, RoundReport, TaskState
-from contextmesh.execution.snapshot import dump_runner, restore_runner
+from contextmesh.execution.snapshot import dump_plan, restore_plan
 from contextmesh.formats.graph_file import dump_graph, load_graph
 from contextmesh.formats.resolver_file import dump_resolver, load_resolver
 from contextmesh.formats.run_ledger import RunLedger
@@ -112,8 +112,8 @@ def clone_session(session: Session) -> Session:
         if session.registry is None:
             raise ControlledWriteError("this session holds a plan but no registry; it cannot be cloned")
         ledger = RunLedger.load(session.runner.ledger.dump(), expect_head=session.runner.ledger.head)
-        runner = restore_runner(
-            loads(dump_runner(session.runner)),
+        runner = restore_plan(
+            loads(dump_plan(session.runner)),
             graph,
             session.registry,
             ledger=ledger,
@@ -323,7 +323,7 @@ def mesh_repair(
     runner = _runner_of(served.session)
     current = runner.tasks.get(task)
     if current is None:
-        raise ControlledWriteError(f"no task {quote(task)} in plan '{runner.plan}'; it has {', '.join(runner.tasks)}")
+        raise ControlledWriteError(f"no task {quote(task)} in plan '{runner.name}'; it has {', '.join(runner.tasks)}")
     if current.state not in {TaskState.STALE, TaskState.FAILED}:
         raise ControlledWriteError(
             f"task {quote(task)} is {current.state.value}, not stale or failed; controlled repair does not replace "

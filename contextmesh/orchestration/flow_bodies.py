@@ -186,7 +186,7 @@ def _announce(
 ) -> tuple[Outbox, list[str]]:
     runner = session.runner
     assert runner is not None
-    outbox = outbox or Outbox(session_id=session.session_id, session_dir=session_dir, plan=runner.plan, resume=resume)
+    outbox = outbox or Outbox(session_id=session.session_id, session_dir=session_dir, plan=runner.name, resume=resume)
     return outbox, outbox.flush(runner.ledger)
 
 
@@ -212,7 +212,7 @@ def _cached_runs(runner: Plan, shown: list[str]) -> list[PrefectFuture[Any]]:
     futures = []
     for name in shown:
         task = runner.tasks[name]
-        futures.append(cached_run(runner.plan, name, task.worker_key, task.assumption_id, task.output, tagged=tagged))
+        futures.append(cached_run(runner.name, name, task.worker_key, task.assumption_id, task.output, tagged=tagged))
     return futures
 
 
@@ -303,7 +303,7 @@ class _Writer:
     def committed(self, round_: int, suffix: str = "") -> Plan:
         """After the commit: name the run for the round it ran, flush what it announced; the runner."""
         runner = self.runner
-        _identify(f"{runner.plan} · round {round_}{suffix}", runner.plan, self.session_id)
+        _identify(f"{runner.name} · round {round_}{suffix}", runner.name, self.session_id)
         self.announced += _announce(self.session, self.outbox, self.session_dir, self.resume)[1]
         return runner
 
@@ -320,13 +320,13 @@ class _Writer:
         publish_report(
             published,
             flow_run_id=run_id,
-            description=f"{runner.plan} · round {report.round}{suffix}: the {published.kind} report (JSON)",
+            description=f"{runner.name} · round {report.round}{suffix}: the {published.kind} report (JSON)",
         )
         return {
             "session_id": self.session_id,
             "session_dir": self.session_dir,
             "generation": self.session.generation,
-            "plan": runner.plan,
+            "plan": runner.name,
             "round": report.round,
             "flow_run_id": run_id,
             "task_runs": self.executor.task_runs,
@@ -343,7 +343,7 @@ def _writing(session_dir: str, registry: TaskRegistry, suffix: str, resume: Resu
     with session_slot(session_id):
         session = _load(session_dir, registry)
         runner = _with(session, executor)
-        _identify(f"{runner.plan} · round {runner.round + 1}{suffix}", runner.plan, session_id)
+        _identify(f"{runner.name} · round {runner.round + 1}{suffix}", runner.name, session_id)
         outbox, announced = _announce(session, None, session_dir, resume)
         yield _Writer(session_id, session_dir, session, executor, outbox, announced, resume)
 
@@ -373,7 +373,7 @@ def run_plan_round(
     create_table_artifact(
         key=f"cm-round-{report.round}",
         table=_round_table(runner, report, set(shown)),
-        description=_round_description(runner.plan, report, mode, session_id),
+        description=_round_description(runner.name, report, mode, session_id),
     )
     result = held.result(report)
     return {
@@ -414,7 +414,7 @@ def run_repair(
     session_id, _, _ = peek(session_dir)
     with session_slot(session_id):
         session = _load(session_dir, registry)
-        plan = session.runner.plan if session.runner else ""
+        plan = session.runner.name if session.runner else ""
         _identify(f"{plan} · repair {task}", plan, session_id)
 
         def one_repair(s: Session) -> dict[str, Any]:

@@ -33,7 +33,7 @@ from contextmesh.core.canonical import loads, sha256_hex
 from contextmesh.core.errors import InputError, SessionError, SnapshotError
 from contextmesh.core.graph import ContextGraph
 from contextmesh.execution.plan import Plan
-from contextmesh.execution.snapshot import restore_runner
+from contextmesh.execution.snapshot import restore_plan
 from contextmesh.execution.task_registry import TaskRegistry
 from contextmesh.formats.graph_file import load_graph
 from contextmesh.formats.resolver_file import load_resolver
@@ -143,7 +143,7 @@ def _parse(directory: Path, manifest: Manifest, raw: dict[str, bytes], registry:
                 "there, never imported)"
             )
         try:
-            runner = restore_runner(loads(raw["execution"]), graph, registry, ledger=ledger)
+            runner = restore_plan(loads(raw["execution"]), graph, registry, ledger=ledger)
         except InputError as exc:
             raise _in_file(manifest.execution.name, exc) from None
         _check_ledger(manifest, runner, ledger, graph)

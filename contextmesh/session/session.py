@@ -31,7 +31,7 @@ from typing import Any, TypeVar
 from contextmesh.core.errors import InputError, SessionError
 from contextmesh.core.graph import ContextGraph
 from contextmesh.execution.plan import Plan
-from contextmesh.execution.snapshot import dump_runner
+from contextmesh.execution.snapshot import dump_plan
 from contextmesh.execution.task_registry import TaskRegistry
 from contextmesh.formats.resolver_file import dump_resolver
 from contextmesh.formats.run_ledger import RunLedger
@@ -172,7 +172,7 @@ class Session:
             "resolver": dump_resolver(self.resolver),
         }
         if self.runner is not None:
-            files["execution"] = dump_runner(self.runner)
+            files["execution"] = dump_plan(self.runner)
             files["runledger"] = self.runner.ledger.dump()
         return files
 
@@ -316,7 +316,7 @@ class Session:
             "assumptions": len(self.graph.assumptions),
             "plan": None
             if self.runner is None
-            else {"name": self.runner.plan, "round": self.runner.round, "states": self.runner.states()},
+            else {"name": self.runner.name, "round": self.runner.round, "states": self.runner.states()},
             "ledger": None
             if self.runner is None
             else {
