@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import prefect.settings as ps
 import pytest
 from cli_helpers import closed_api_url
 from orch_helpers import keyed_session
@@ -65,8 +66,12 @@ def test_a_directory_that_is_not_a_session_with_a_plan_is_refused_but_gives_the_
 
 
 def test_deployment_mode_needs_prefect_api_url(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    # No API configured anywhere: neither the environment nor the active Prefect profile names one.
+    # No API configured anywhere: not in the environment, not in the settings a server fixture of
+    # this test session may have entered.
     monkeypatch.delenv("PREFECT_API_URL", raising=False)
-    monkeypatch.setenv("PREFECT_PROFILES_PATH", str(tmp_path / "no-profiles.toml"))
-    with pytest.raises(ExecutionError, match="--deployment dispatches to PREFECT_API_URL, which is not set"):
-        served_target(_session(tmp_path / "session"), "deployment")
+    directory = _session(tmp_path / "session")
+    with (
+        ps.temporary_settings(restore_defaults={ps.PREFECT_API_URL}),
+        pytest.raises(ExecutionError, match="--deployment dispatches to PREFECT_API_URL, which is not set"),
+    ):
+        served_target(directory, "deployment")
