@@ -46,7 +46,7 @@ class DemoWorld:
     walker: Walker
     assumption_ids: dict[str, str] = field(default_factory=dict)
     decision_ids: dict[str, str] = field(default_factory=dict)
-    rounds: int = 0
+    walk_rounds: int = 0
 
     @property
     def graph(self) -> ContextGraph:
@@ -117,7 +117,7 @@ def run_rounds(world: DemoWorld, rounds: int) -> None:
     for _ in range(rounds):
         for question in questions:
             world.walker.ask(question)
-        world.rounds += 1
+        world.walk_rounds += 1
 
 
 def break_sizing_assumption(world: DemoWorld, *, dry_run: bool = False) -> InvalidationReport:

@@ -57,7 +57,7 @@ def save_demo_session(
     session = Session(
         world.graph,
         world.result.resolver,
-        rounds=world.rounds,
+        walk_rounds=world.walk_rounds,
         corpus=DEMO_CORPUS,
         runner=runner,
         registry=runner.registry,

@@ -125,12 +125,16 @@ def _texts(value: Any, path: str) -> tuple[str, ...]:
 def restore_plan(
     data: Any,
     graph: ContextGraph,
-    registry: TaskRegistry,
+    registry: TaskRegistry | None,
     *,
     ledger: RunLedger | None = None,
     executor: Executor | None = None,
 ) -> Plan:
-    """Check a snapshot against ``graph`` and ``registry``, then build its plan."""
+    """Check a snapshot against ``graph`` and ``registry``, then build its plan.
+
+    With ``registry=None`` the keys are not looked up (E16 is the one rule not applied) and the
+    plan has no registry: its keys stay unresolved.
+    """
     top = expect_dict(data, "$")
     check_header(top, EXECUTION_SCHEMA, EXECUTION_VERSION, original_versions=(1,))
     exact_keys(top, ("schema", "version", "plan", "round", "tasks"), "$")
@@ -158,7 +162,7 @@ def _restore_task(
     item: dict[str, Any],
     path: str,
     graph: ContextGraph,
-    registry: TaskRegistry,
+    registry: TaskRegistry | None,
     earlier: dict[str, Task],
     plan_name: str,
 ) -> Task:
@@ -191,10 +195,12 @@ def _restore_task(
     )
 
 
-def _restore_keys(item: dict[str, Any], path: str, registry: TaskRegistry) -> tuple[str, str | None]:
-    """The task's worker and auditor keys, each registered in ``registry``."""
+def _restore_keys(item: dict[str, Any], path: str, registry: TaskRegistry | None) -> tuple[str, str | None]:
+    """The task's worker and auditor keys, each registered in ``registry`` (E16; skipped without one)."""
     worker_key = _text(item["worker_key"], f"{path}.worker_key")
     auditor_key = _text(item["auditor_key"], f"{path}.auditor_key", nullable=True)
+    if registry is None:
+        return worker_key, auditor_key
     for field_name, key, lookup in (
         ("worker_key", worker_key, registry.worker),
         ("auditor_key", auditor_key, registry.auditor),

@@ -107,7 +107,7 @@ def open_served(
 
         rounds = 8 if args.rounds is None else args.rounds
         world = build_world(rounds)
-        session = Session(world.graph, world.result.resolver, rounds=world.rounds, corpus="contextmesh.demo")
+        session = Session(world.graph, world.result.resolver, walk_rounds=world.walk_rounds, corpus="contextmesh.demo")
         session.walker.walks = list(world.walker.walks)
         return ServedSession(session, ephemeral=True, source=f"the bundled demo corpus ({rounds} walk rounds)")
     directory: Path = args.session

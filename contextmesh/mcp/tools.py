@@ -34,7 +34,6 @@ from contextmesh.core.errors import ContextMeshError, OntologyError
 from contextmesh.core.graph import ContextGraph
 from contextmesh.core.model import AssumptionRecord, EdgeRecord
 from contextmesh.core.ontology import EdgeType
-from contextmesh.knowledge.health import check
 from contextmesh.mcp.models import (
     AskResult,
     AsOfResult,
@@ -211,7 +210,7 @@ def mesh_health(session: Session) -> HealthResult:
     """The graph's health: every signal (untyped edges, orphans, provenance gaps, unresolved
     entities, missing relationships, stale assumptions, open contradictions, dead ends,
     invalidated nodes) with a count, a detail and a remedy, plus the graph's size."""
-    report = check(session.graph, session.resolver, session.walker, rounds=session.rounds)
+    report = session.health()
     return HealthResult.model_validate(report.to_dict())
 
 

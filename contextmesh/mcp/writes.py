@@ -27,6 +27,7 @@ deployment registered.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Annotated, TypeVar
 
 from pydantic import Field
@@ -119,20 +120,7 @@ def clone_session(session: Session) -> Session:
             ledger=ledger,
             executor=session.runner.executor,
         )
-    clone = Session(
-        graph,
-        resolver,
-        directory=session.directory,
-        session_id=session.session_id,
-        generation=session.generation,
-        rounds=session.rounds,
-        settings=session.settings,
-        corpus=session.corpus,
-        runner=runner,
-        registry=session.registry,
-        flat=session.flat,
-        policy=session.policy,
-    )
+    clone = replace(session, graph=graph, resolver=resolver, runner=runner)  # every other field as it is
     clone.walker.walks = list(session.walker.walks)
     for counter in ("pending", "commits", "contended", "conflicts", "bytes_written"):
         setattr(clone, counter, getattr(session, counter))

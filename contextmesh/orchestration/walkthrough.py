@@ -82,7 +82,7 @@ def create_demo_session(directory: Path, *, feed: Path, rounds: int = 8) -> Sess
     session = Session(
         world.graph,
         world.result.resolver,
-        rounds=world.rounds,
+        walk_rounds=world.walk_rounds,
         corpus=DEMO_CORPUS,
         runner=runner,
         registry=registry,
