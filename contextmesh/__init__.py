@@ -43,6 +43,7 @@ if TYPE_CHECKING:
         SnapshotError,
     )
     from contextmesh.core.graph import ContextGraph
+    from contextmesh.core.home import contextmesh_home
     from contextmesh.core.ids import slug
     from contextmesh.core.model import AssumptionRecord, EdgeRecord, NodeRecord, Provenance
     from contextmesh.core.ontology import ONTOLOGY, EdgeType, NodeType, Ontology
@@ -63,6 +64,7 @@ if TYPE_CHECKING:
     from contextmesh.session.commit import CommitConflictError
     from contextmesh.session.files import SessionFileError
     from contextmesh.session.lock import SessionLockedError
+    from contextmesh.session.plan_check import NoPlanError
     from contextmesh.session.session import Session
 
 __version__ = "0.2.0"
@@ -96,6 +98,7 @@ __all__ = [
     "InProcessExecutor",
     "InputError",
     "InvalidationReport",
+    "NoPlanError",
     "NodeRecord",
     "NodeType",
     "NotFoundError",
@@ -124,6 +127,7 @@ __all__ = [
     "WalkerSettings",
     "blast_radius",
     "build_graph",
+    "contextmesh_home",
     "json_bytes",
     "load_corpus",
     "load_sidecar",
@@ -165,6 +169,7 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "InvalidationReport": ("contextmesh.belief.invalidation", "InvalidationReport"),
     "NodeRecord": ("contextmesh.core.model", "NodeRecord"),
     "NodeType": ("contextmesh.core.ontology", "NodeType"),
+    "NoPlanError": ("contextmesh.session.plan_check", "NoPlanError"),
     "NotFoundError": ("contextmesh.core.errors", "NotFoundError"),
     "Ontology": ("contextmesh.core.ontology", "Ontology"),
     "OntologyError": ("contextmesh.core.errors", "OntologyError"),
@@ -191,6 +196,7 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "WalkerSettings": ("contextmesh.knowledge.traverse", "WalkerSettings"),
     "blast_radius": ("contextmesh.belief.invalidation", "blast_radius"),
     "build_graph": ("contextmesh.knowledge.pipeline", "build"),
+    "contextmesh_home": ("contextmesh.core.home", "contextmesh_home"),
     "json_bytes": ("contextmesh.core.canonical", "file_bytes"),
     "load_corpus": ("contextmesh.knowledge.corpus", "load_corpus"),
     "load_sidecar": ("contextmesh.knowledge.corpus", "load_sidecar"),

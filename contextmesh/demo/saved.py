@@ -10,10 +10,9 @@ this installation's demo workers, bound to the given advisory feed) and, for a s
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
-from contextmesh import Chunk, Executor, FlatBaseline, HashedEmbedder, Plan, Session, TaskRegistry
+from contextmesh import Chunk, Executor, FlatBaseline, HashedEmbedder, Plan, Session, TaskRegistry, contextmesh_home
 from contextmesh.demo.auth import PLAN_NAME, declare_plan, register_demo
 from contextmesh.demo.knowledge import DemoWorld, build_world, load_demo
 
@@ -32,11 +31,7 @@ DEMO_CORPUS = "contextmesh.demo"
 
 def default_feed() -> Path:
     """The demo's advisory feed when none is named: under ``$CONTEXTMESH_HOME`` (XDG state by default)."""
-    home = os.environ.get("CONTEXTMESH_HOME")
-    base = (
-        Path(home) if home else Path(os.environ.get("XDG_STATE_HOME", Path.home() / ".local" / "state")) / "contextmesh"
-    )
-    return base / "demo-feed.json"
+    return contextmesh_home() / "demo-feed.json"
 
 
 def demo_registry(feed: Path) -> TaskRegistry:
