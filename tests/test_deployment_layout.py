@@ -53,5 +53,6 @@ def test_the_library_never_imports_deployment_code() -> None:
 
 def test_the_ast_check_would_see_an_import_of_deployment_code(tmp_path: Path) -> None:
     sample = tmp_path / "sample.py"
-    sample.write_text("def f():\n    from registry import build_registry\n    import flows.plan_flow\n", encoding="utf-8")
+    source = "def f():\n    from registry import build_registry\n    import flows.plan_flow\n"
+    sample.write_text(source, encoding="utf-8")
     assert _imports(sample) == {"registry", "flows"}
