@@ -17,7 +17,8 @@ Invariants:
 
 1. Scores are a pure function of the documents, their order and the query (no hash seed: terms
    are counted in dicts filled in document order, never by iterating a set).
-2. A term that no document holds contributes nothing; an empty query scores 0 everywhere.
+2. A term that no document holds adds nothing to any score but counts in :meth:`Bm25.ideal`; an
+   empty query scores 0 everywhere.
 """
 
 from __future__ import annotations
@@ -73,6 +74,9 @@ class Bm25:
         self.average_length = (sum(self._length.values()) / count) if count else 0.0
         # The "plus" idf (Lucene's): never negative, so a term most documents hold still counts a little.
         self._idf = {term: math.log(1.0 + (count - n + 0.5) / (n + 0.5)) for term, n in frequency.items()}
+        # A query term no document holds weighs what a term held by none would: it is information the
+        # question asks for that nothing here carries, so it lowers every document's coverage alike.
+        self._unseen = math.log(1.0 + (count + 0.5) / 0.5) if count else 0.0
 
     def __len__(self) -> int:
         return len(self._tf)
@@ -98,8 +102,12 @@ class Bm25:
         return total
 
     def ideal(self, query: Sequence[str]) -> float:
-        """The score of an average-length document holding every known query term once in its headline."""
-        return self._ideal_tf * sum(self.idf(term) for term in dict.fromkeys(query))
+        """The score of an average-length document holding every query term once in its headline.
+
+        A term no document holds counts at the weight of a term held by none, so a question about
+        something the collection never mentions cannot reach full coverage on its other words.
+        """
+        return self._ideal_tf * sum(self._idf.get(term, self._unseen) for term in dict.fromkeys(query))
 
     def coverage(self, key: str, query: Sequence[str]) -> float:
         """:meth:`score` over :meth:`ideal`: about 1 when the document holds all of the query."""

@@ -2,26 +2,38 @@
 
 ``Walker.ask`` resolves the question's mentions to entities, then runs a uniform-cost search from
 them over typed edges — forward along any edge the policy allows, backward only into claims,
-decisions and evidence — with a penalty on hubs, a hop budget and an expansion cap. Every claim or
-decision reached is a candidate; its score blends vector similarity (45 %) and word overlap (55 %)
-with what the question says beyond the entities it mentions — the mentions already chose where
-the walk starts, so only the rest of the question can choose among what it reaches — plus its
-closeness to the mentioned entities (the mean over them of 1 / hops from each; a claim that
-mentions every entity the question names scores 1); a "why" question also favours a candidate
-that states a cause ("because", "so", "due to"). The answer's path is
-returned with edge directions, then its justification (the sources it derives from, the
-assumptions it depends on).
+decisions and evidence — with a penalty on hubs, a hop budget and an expansion cap. Edges of the
+types the question asks across ("replaced", "contradicts", "rests on"…,
+:mod:`~contextmesh.knowledge.intent`) cost less, so the walk prefers them. When no mention
+resolves, the walk starts from the entities whose names share the question's rarest words, and
+if it then finds nothing it is confident in, it says the question named nothing it knows.
+
+Every claim, decision and evidence node reached (an assumption too, when the question asks for
+one) is a candidate with the path that reached it, and so is every node one asked-for edge away
+from a reached node; :mod:`~contextmesh.knowledge.ranking` scores each pair on lexical evidence
+over headline and body (BM25F), the question's entities next to it, its intent and the path's
+length. The path shown is the path scored. A node that no longer stands (superseded, contradicted
+by live evidence, resting on a rejected assumption: :mod:`~contextmesh.knowledge.standing`) is
+never the answer unless the question asks across that very relation. Below a calibrated
+confidence the walk dead-ends instead (:mod:`~contextmesh.knowledge.confidence`), naming the best
+candidate it rejected; an acronym that could mean two entities is tried both ways and dead-ends
+naming both unless the context settles it.
+
+The answer's path is returned with edge directions, then its justification (the sources it
+derives from, the assumptions it depends on), and notes of any live contradiction.
 
 The four dead ends, each with a detail naming what was tried:
 
-* ``entity_unresolved`` — no mention in the question resolved to an entity;
-* ``no_typed_edge`` — the entities resolved, but no live edge the policy allows leaves them;
-* ``wrong_node_type`` — the walk reached only nodes that cannot answer (entities, sources…);
-* ``pruned_too_early`` — what the walk needed has been pruned or invalidated.
+* ``entity_unresolved`` — no mention in the question resolved to an entity (or one was ambiguous);
+* ``no_typed_edge`` — no live edge the policy allows leaves the entities, or none of the relation
+  the question asks across;
+* ``wrong_node_type`` — the walk reached nothing that answers (only entities and sources, or
+  claims none of which carries the question);
+* ``pruned_too_early`` — what the walk needed has been pruned, invalidated or superseded.
 
 Invariants:
 
-1. A walk is deterministic: ties break by cost, then hops, then insertion sequence.
+1. A walk is deterministic: ties break by score, then hops, then insertion sequence.
 2. A walk moves telemetry (``walks``, ``traversals``) and nothing else in the graph.
 3. Pruned or invalidated nodes and edges are never on a path.
 """
@@ -30,19 +42,32 @@ from __future__ import annotations
 
 import heapq
 import math
-import re
-from array import array
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from contextmesh.core import vectors
 from contextmesh.core.errors import OntologyError
-from contextmesh.core.graph import ContextGraph
-from contextmesh.core.model import EdgeRecord
+from contextmesh.knowledge.confidence import (
+    READING_MARGIN,
+    STRICT_RELATIONS,
+    THRESHOLD,
+    ambiguous_acronyms,
+    low_confidence,
+)
 from contextmesh.knowledge.embed import Embedder, HashedEmbedder, cosine
-from contextmesh.knowledge.pipeline import Chunk
-from contextmesh.knowledge.resolve import Resolver
+from contextmesh.knowledge.intent import Intent, read_intent
+from contextmesh.knowledge.ranking import AnswerIndex, Candidate, Reach, Trail, Weights, rank
+from contextmesh.knowledge.standing import live_contradictions
 from contextmesh.knowledge.text import content_stems, estimate_tokens, normalize
+
+if TYPE_CHECKING:
+    # Types only: importing the graph module at run time would pull networkx into every ask.
+    from contextmesh.core.graph import ContextGraph
+    from contextmesh.core.model import EdgeRecord
+    from contextmesh.knowledge.pipeline import Chunk
+    from contextmesh.knowledge.resolve import ResolutionRecord, Resolver
 
 __all__ = [
     "ANSWER_TYPES",
@@ -57,7 +82,7 @@ __all__ = [
 ]
 
 DEAD_END_REASONS = ("entity_unresolved", "no_typed_edge", "wrong_node_type", "pruned_too_early")
-ANSWER_TYPES = frozenset({"claim", "decision"})
+ANSWER_TYPES = frozenset({"claim", "decision", "evidence"})
 _REVERSE_INTO = frozenset({"claim", "decision", "evidence"})
 DEFAULT_POLICY: tuple[str, ...] = (
     "mentions",
@@ -72,12 +97,9 @@ DEFAULT_POLICY: tuple[str, ...] = (
     "resolves_to",
 )
 _EDGE_COST = {"resolves_to": 0.3}
+_ASKED_EDGE_COST = 0.5
 _HUB_PENALTY = 0.15
-_CLOSENESS = 0.3
-_UNIT = 127 * 127  # the dot product of two stored unit vectors
-_CAUSAL_BONUS = 0.1
-_CAUSAL = re.compile(r"\b(because|since|so|due to|as a result|caused|causes)\b", re.IGNORECASE)
-_WHY = re.compile(r"^\s*why\b|\bwhat (made|caused)\b", re.IGNORECASE)
+_WORD_SEEDS = 4
 
 
 @dataclass(frozen=True)
@@ -120,10 +142,25 @@ class Step:
 
 @dataclass(frozen=True)
 class DeadEnd:
-    """Why a walk could not answer: one of :data:`DEAD_END_REASONS`, with what it tried."""
+    """Why a walk could not answer: one of :data:`DEAD_END_REASONS`, with what it tried.
+
+    ``rejected`` is the best candidate the walk turned down, ``candidates`` what an ambiguous
+    mention could mean.
+    """
 
     reason: str
     detail: str
+    rejected: str | None = None
+    candidates: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, object]:
+        """Plain data."""
+        return {
+            "reason": self.reason,
+            "detail": self.detail,
+            "rejected": self.rejected,
+            "candidates": list(self.candidates),
+        }
 
 
 @dataclass
@@ -137,6 +174,8 @@ class Walk:
     path: list[Step] = field(default_factory=list)
     justification: list[Step] = field(default_factory=list)
     score: float = 0.0
+    confidence: float = 0.0
+    notes: list[str] = field(default_factory=list)
     tokens: int = 0
     flat_tokens: int = 0
     dead_end: DeadEnd | None = None
@@ -155,13 +194,13 @@ class Walk:
             "answer": self.answer,
             "hops": self.hops,
             "score": self.score,
+            "confidence": self.confidence,
+            "notes": list(self.notes),
             "tokens": self.tokens,
             "flat_tokens": self.flat_tokens,
             "path": [_step_dict(s) for s in self.path],
             "justification": [_step_dict(s) for s in self.justification],
-            "dead_end": None
-            if self.dead_end is None
-            else {"reason": self.dead_end.reason, "detail": self.dead_end.detail},
+            "dead_end": None if self.dead_end is None else self.dead_end.to_dict(),
         }
 
 
@@ -174,6 +213,11 @@ def _step_dict(step: Step) -> dict[str, object]:
         "edge_id": step.edge_id,
         "direction": None if step.edge_type is None else ("out" if step.forward else "in"),
     }
+
+
+def _bodies_of(flat: FlatBaseline) -> dict[str, str]:
+    """Span key → the body of its paragraph (the chunk without its headline is what the chunk adds)."""
+    return {key: chunk.text for key, chunk in flat.chunks.items()}
 
 
 class FlatBaseline:
@@ -192,13 +236,13 @@ class FlatBaseline:
         return sum(estimate_tokens(self.chunks[key].text) for key in ranked[:k])
 
 
-@dataclass(order=True)
-class _Entry:
-    cost: float
-    hops: int
-    seq: int
-    node_id: str = field(compare=False)
-    trail: tuple[tuple[str, str, bool], ...] = field(compare=False)  # (edge id, node id, forward)
+@dataclass(frozen=True)
+class _Search:
+    """What the searches from one reading's seeds found."""
+
+    reached: dict[str, Reach]
+    blocked: dict[str, str]
+    seeds: list[str]
 
 
 class Walker:
@@ -212,16 +256,21 @@ class Walker:
         embedder: Embedder | None = None,
         settings: WalkerSettings | None = None,
         flat: FlatBaseline | None = None,
+        bodies: Mapping[str, str] | None = None,
+        weights: Weights | None = None,
     ) -> None:
         self.graph = graph
         self.resolver = resolver
         self.embedder = embedder or HashedEmbedder()
         self.settings = settings or WalkerSettings()
         self.flat = flat
+        self.weights = weights or Weights()
         self.walks: list[Walk] = []
         self._check_policy(self.settings.policy)
-        self._vectors: dict[str, tuple[str, array[int]]] = {}
-        self._label_stems: dict[str, tuple[str, frozenset[str]]] = {}
+        # A span's body is not in the graph: it comes with the corpus, through the flat baseline's chunks.
+        self._bodies = dict(bodies) if bodies is not None else (_bodies_of(flat) if flat is not None else {})
+        self._index: AnswerIndex | None = None
+        self._words: tuple[tuple[int, int, int], dict[str, list[str]]] | None = None
 
     # -- the walk -------------------------------------------------------------------------
 
@@ -250,19 +299,30 @@ class Walker:
                 f"{sorted(self.graph.ontology.edge_types)}"
             )
 
+    def _answer_index(self) -> AnswerIndex:
+        if self._index is None or not self._index.fresh(self.graph):
+            self._index = AnswerIndex(self.graph, self._bodies)
+        return self._index
+
     def _walk(self, question: str, policy: frozenset[str]) -> Walk:
         mentions, dropped = self.resolver.find_mentions(question)
+        walk = Walk(question, [m.record.mention for m in mentions])
         resolved = list(dict.fromkeys(m.record.entity_id for m in mentions if m.record.entity_id))
         seeds = [s for s in resolved if s in self.graph]
-        walk = Walk(question, [m.record.mention for m in mentions])
+        intent = read_intent(question)
+        ambiguous = ambiguous_acronyms(
+            self.resolver.canonical, self.resolver.aliases, mentions, dropped, (n.id for n in self.graph.by_type("entity"))
+        )
+        mention_stems = {token for m in mentions for token in normalize(m.record.mention).split()}
+        mention_stems |= {token for s in seeds for token in normalize(self.graph.node(s).label).split()}
+        terms = tuple(t for t in content_stems(question) if t not in mention_stems and t not in intent.cues)
+        if ambiguous:
+            return self._ambiguous(walk, ambiguous, seeds, terms, intent, policy)
+        named = bool(seeds)
         if not seeds:
-            if resolved:
-                names = ", ".join(f"'{self.resolver.canonical.get(s, s)}'" for s in resolved)
-                detail = f"mentions resolved to {names}, which this graph does not hold"
-            else:
-                tried = ", ".join(f"'{r.mention}'" for r in dropped) or "nothing"
-                detail = f"no mention resolved to a canonical entity: {tried}"
-            walk.dead_end = DeadEnd("entity_unresolved", detail)
+            seeds = self._word_seeds(terms)
+        if not seeds:
+            walk.dead_end = self._unresolved(resolved, dropped)
             return walk
         live_seeds = [s for s in seeds if self.graph.is_live(s)]
         if not live_seeds:
@@ -271,54 +331,186 @@ class Walker:
                 "pruned_too_early", f"{names} resolved but is no longer walkable (pruned or invalidated)"
             )
             return walk
-        mention_stems = {token for m in mentions for token in normalize(m.record.mention).split()}
-        mention_stems |= {token for s in seeds for token in normalize(self.graph.node(s).label).split()}
-        question_stems = [t for t in content_stems(question) if t not in mention_stems]
-        question_vector = vectors.decode(self.embedder.embed(" ".join(question_stems))) if question_stems else None
-
-        reached: dict[str, _Entry] = {}
-        closeness: dict[str, float] = {}
-        blocked: dict[str, str] = {}
-        for seed in live_seeds:
-            settled = self._search(seed, policy, blocked)
-            for node_id, entry in settled.items():
-                if node_id not in reached or entry < reached[node_id]:
-                    reached[node_id] = entry
-                closeness[node_id] = closeness.get(node_id, 0.0) + 1.0 / max(1, entry.hops) / len(live_seeds)
-        candidates = [n for n in reached if self.graph.node(n).type in ANSWER_TYPES]
-        if not candidates:
-            walk.dead_end = self._why_no_candidate(live_seeds, reached, blocked)
-            return walk
-        causal = bool(_WHY.search(question))
-        best_id, best_score = self._best(candidates, reached, closeness, question_stems, question_vector, causal)
-        entry = reached[best_id]
-        walk.answer_id = best_id
-        walk.answer = self.graph.node(best_id).label
-        walk.score = round(best_score, 4)
-        walk.path = self._steps(entry)
-        walk.justification = self._justify(best_id)
-        walk.tokens = sum(estimate_tokens(step.label) for step in walk.path)
+        self._settle(walk, live_seeds, named, terms, intent, policy)
         return walk
 
-    def _search(self, seed: str, policy: frozenset[str], blocked: dict[str, str]) -> dict[str, _Entry]:
+    def _unresolved(self, resolved: list[str], dropped: list[ResolutionRecord]) -> DeadEnd:
+        if resolved:
+            names = ", ".join(f"'{self.resolver.canonical.get(s, s)}'" for s in resolved)
+            return DeadEnd("entity_unresolved", f"mentions resolved to {names}, which this graph does not hold")
+        tried = ", ".join(f"'{r.mention}'" for r in dropped) or "nothing"
+        return DeadEnd("entity_unresolved", f"no mention resolved to a canonical entity: {tried}")
+
+    def _word_seeds(self, terms: tuple[str, ...]) -> list[str]:
+        """Entities whose name shares a word with the question, rarest word first: seeds for a walk no mention anchors."""
+        stamp = (id(self.graph), len(self.graph.nodes), len(self.graph.edges))
+        if self._words is None or self._words[0] != stamp:
+            table: dict[str, list[str]] = {}
+            for node in self.graph.by_type("entity"):
+                for token in dict.fromkeys(content_stems(node.label)):
+                    table.setdefault(token, []).append(node.id)
+            self._words = (stamp, table)
+        table = self._words[1]
+        hits = sorted((len(table[t]), i, t) for i, t in enumerate(dict.fromkeys(terms)) if t in table and len(t) > 2)
+        seeds: list[str] = []
+        for _, _, token in hits:
+            for entity_id in table[token]:
+                if entity_id not in seeds and len(seeds) < _WORD_SEEDS:
+                    seeds.append(entity_id)
+        return seeds
+
+    def _ambiguous(
+        self,
+        walk: Walk,
+        ambiguous: list[tuple[str, list[str]]],
+        seeds: list[str],
+        terms: tuple[str, ...],
+        intent: Intent,
+        policy: frozenset[str],
+    ) -> Walk:
+        """Try each reading of the first ambiguous acronym; answer only when the context settles it."""
+        surface, meanings = ambiguous[0]
+        fixed = [s for s in seeds if s not in meanings]
+        readings = []
+        for meaning in meanings:
+            trial = Walk(walk.question, walk.mentions)
+            live = [s for s in [*fixed, meaning] if self.graph.is_live(s)]
+            if live:
+                self._settle(trial, live, True, terms, intent, policy)
+            readings.append((trial.confidence if trial.dead_end is None else 0.0, trial))
+        ranked = sorted(range(len(readings)), key=lambda i: (-readings[i][0], i))
+        best, runner_up = readings[ranked[0]], readings[ranked[1]]
+        if best[1].dead_end is None and best[0] - runner_up[0] >= READING_MARGIN:
+            return best[1]
+        names = " or ".join(f"'{self.resolver.canonical.get(m, m)}'" for m in meanings)
+        walk.dead_end = DeadEnd(
+            "entity_unresolved",
+            f"'{surface}' could mean {names}; the question does not say which",
+            candidates=tuple(self.resolver.canonical.get(m, m) for m in meanings),
+        )
+        return walk
+
+    def _settle(
+        self, walk: Walk, seeds: list[str], named: bool, terms: tuple[str, ...], intent: Intent, policy: frozenset[str]
+    ) -> None:
+        """Search from ``seeds``, rank what was reached, and answer or dead-end on ``walk``."""
+        found = self._reach(seeds, policy, intent)
+        answer_types = ANSWER_TYPES | ({"assumption"} if intent.node_type == "assumption" else set())
+        index = self._answer_index()
+        ranked = rank(
+            self.graph,
+            index,
+            found.reached,
+            terms=terms if self._known(index, terms) else (),
+            seeds=len(seeds) if named else 0,
+            intent=intent,
+            answer_types=frozenset(answer_types),
+            weights=self.weights,
+        )
+        if not ranked:
+            walk.dead_end = self._why_no_candidate(seeds, found.reached, found.blocked)
+            return
+        best = ranked[0] if ranked[0].fallen is None else None
+        if best is not None and intent.edges and STRICT_RELATIONS & set(intent.edges):
+            if not self._crosses(best, intent):
+                edges = "/".join(e for e in intent.edges if e in STRICT_RELATIONS)
+                walk.dead_end = DeadEnd(
+                    "no_typed_edge",
+                    f"the question asks across {edges}; no live {edges} edge leaves what it describes "
+                    f"(best match: {self._describe(best.anchor or best.node_id)})",
+                    rejected=self.graph.node(best.node_id).label,
+                )
+                return
+        if best is None or best.confidence < THRESHOLD:
+            walk.dead_end = self._doubt(best, ranked, found, named, terms, index)
+            return
+        self._fill(walk, best)
+
+    def _known(self, index: AnswerIndex, terms: tuple[str, ...]) -> bool:
+        # A question whose remaining words no node holds says nothing a text could match: its entities decide.
+        return any(index.bm25.idf(t) > 0.0 for t in terms)
+
+    def _crosses(self, candidate: Candidate, intent: Intent) -> bool:
+        return bool(candidate.trail) and self.graph.edge(candidate.trail[-1][0]).type in intent.edges
+
+    def _doubt(
+        self,
+        best: Candidate | None,
+        ranked: list[Candidate],
+        found: _Search,
+        named: bool,
+        terms: tuple[str, ...],
+        index: AnswerIndex,
+    ) -> DeadEnd:
+        """The dead end of a walk whose best live candidate is below the confidence threshold."""
+        fallen = [(self._describe(c.node_id), c.confidence, c.fallen or "") for c in ranked if c.fallen is not None]
+        fallen += [(why, index.coverage(node_id, terms), "pruned or invalidated") for node_id, why in found.blocked.items()]
+        top_fallen = max(fallen, key=lambda f: f[1]) if fallen else None
+        off = [
+            (self._describe(n), index.coverage(n, terms))
+            for n in found.reached
+            if self.graph.node(n).type in {"source", "entity"} and n not in found.seeds
+        ]
+        top_off = max(off, key=lambda f: f[1]) if off and terms else None
+        reason, detail = low_confidence(
+            best=None if best is None else (self._describe(best.node_id), best.confidence),
+            fallen=top_fallen,
+            named_entities=named,
+            off_type=top_off,
+            reached=sum(1 for n in found.reached if self.graph.node(n).type in ANSWER_TYPES),
+        )
+        return DeadEnd(reason, detail, rejected=None if best is None else self.graph.node(best.node_id).label)
+
+    def _describe(self, node_id: str) -> str:
+        node = self.graph.node(node_id)
+        return f"{node.type} '{node.label}'"
+
+    def _fill(self, walk: Walk, best: Candidate) -> None:
+        walk.answer_id = best.node_id
+        walk.answer = self.graph.node(best.node_id).label
+        walk.score = round(best.score, 4)
+        walk.confidence = round(best.confidence, 4)
+        walk.path = self._steps(best.node_id, best.trail)
+        walk.justification = self._justify(best.node_id)
+        walk.notes = live_contradictions(self.graph, best.node_id)
+        walk.tokens = sum(estimate_tokens(step.label) for step in walk.path)
+
+    def _reach(self, seeds: list[str], policy: frozenset[str], intent: Intent) -> _Search:
+        """Search from every seed; keep each node's cheapest path and how many seeds sit next to it."""
+        best: dict[str, tuple[float, int, int, Trail]] = {}
+        near: dict[str, int] = {}
+        blocked: dict[str, str] = {}
+        costs = {**_EDGE_COST, **dict.fromkeys(intent.edges, _ASKED_EDGE_COST)}
+        for seed in seeds:
+            for node_id, entry in self._search(seed, policy, blocked, costs).items():
+                if node_id not in best or entry[:3] < best[node_id][:3]:
+                    best[node_id] = entry
+                if entry[1] <= 1:
+                    near[node_id] = near.get(node_id, 0) + 1
+        reached = {n: Reach(e[1], e[3], near.get(n, 0)) for n, e in best.items()}
+        return _Search(reached, blocked, seeds)
+
+    def _search(
+        self, seed: str, policy: frozenset[str], blocked: dict[str, str], costs: Mapping[str, float]
+    ) -> dict[str, tuple[float, int, int, Trail]]:
         # Plain tuples on the heap (cost, hops, counter, node, trail): comparing them is far cheaper
         # than comparing dataclasses, and the counter keeps ties in discovery order.
         counter = 0
-        frontier: list[tuple[float, int, int, str, tuple[tuple[str, str, bool], ...]]] = [(0.0, 0, 0, seed, ())]
-        settled: dict[str, _Entry] = {}
+        frontier: list[tuple[float, int, int, str, Trail]] = [(0.0, 0, 0, seed, ())]
+        settled: dict[str, tuple[float, int, int, Trail]] = {}
         budget, cap = self.settings.hop_budget, self.settings.max_expand
         while frontier and len(settled) < cap:
             cost, hops, order, node_id, trail = heapq.heappop(frontier)
             if node_id in settled:
                 continue
-            settled[node_id] = _Entry(cost, hops, order, node_id, trail)
+            settled[node_id] = (cost, hops, order, trail)
             if hops >= budget:
                 continue
             for edge, other, forward in self._neighbours(node_id, policy, blocked):
                 if other in settled:
                     continue
                 counter += 1
-                step = _EDGE_COST.get(edge.type, 1.0) + _HUB_PENALTY * self._hub(other)
+                step = costs.get(edge.type, 1.0) + _HUB_PENALTY * self._hub(other)
                 heapq.heappush(frontier, (cost + step, hops + 1, counter, other, (*trail, (edge.id, other, forward))))
         return settled
 
@@ -348,7 +540,7 @@ class Walker:
             blocked.setdefault(other, f"{node.type} '{node.label}' ({why})")
         return False
 
-    def _why_no_candidate(self, seeds: list[str], reached: dict[str, _Entry], blocked: dict[str, str]) -> DeadEnd:
+    def _why_no_candidate(self, seeds: list[str], reached: Mapping[str, Reach], blocked: dict[str, str]) -> DeadEnd:
         labels = ", ".join(f"'{self.graph.node(s).label}'" for s in seeds)
         if blocked:
             first = next(iter(blocked.values()))
@@ -362,60 +554,14 @@ class Walker:
         found = ", ".join(f"{n} {t}" for t, n in sorted(kinds.items()))
         return DeadEnd("wrong_node_type", f"from {labels} the walk reached only {found}; none is a claim or decision")
 
-    def _best(
-        self,
-        candidates: list[str],
-        reached: dict[str, _Entry],
-        closeness: dict[str, float],
-        question_stems: list[str],
-        question_vector: array[int] | None,
-        causal: bool,
-    ) -> tuple[str, float]:
-        wanted = set(question_stems)
-        # The residual is a few words, so its vector is sparse: a dot product over its non-zero
-        # components is exact and an order of magnitude cheaper than over every dimension.
-        sparse = [] if question_vector is None else [(i, v) for i, v in enumerate(question_vector) if v]
-        scored = []
-        for node_id in candidates:
-            node = self.graph.node(node_id)
-            similarity = 0.0
-            if sparse and node.embedding:
-                vector = self._vector(node_id, node.embedding)
-                if len(vector) == len(question_vector or ()):
-                    similarity = max(0.0, sum(v * vector[i] for i, v in sparse) / _UNIT)
-            overlap = len(wanted & self._stems(node_id, node.label)) / len(wanted) if wanted else 0.0
-            entry = reached[node_id]
-            score = 0.45 * similarity + 0.55 * overlap + _CLOSENESS * closeness[node_id]
-            if causal and _CAUSAL.search(node.label):
-                score += _CAUSAL_BONUS
-            scored.append((-score, entry.hops, self.graph.seq(node_id), node_id, score))
-        scored.sort()
-        return scored[0][3], scored[0][4]
-
-    def _stems(self, node_id: str, label: str) -> frozenset[str]:
-        cached = self._label_stems.get(node_id)
-        if cached is None or cached[0] != label:
-            cached = (label, frozenset(content_stems(label)))
-            self._label_stems[node_id] = cached
-        return cached[1]
-
-    def _vector(self, node_id: str, embedding: str) -> array[int]:
-        # Decoded once per node and kept: an answer's candidates are scored on every walk.
-        cached = self._vectors.get(node_id)
-        if cached is None or cached[0] != embedding:
-            cached = (embedding, vectors.decode(embedding))
-            self._vectors[node_id] = cached
-        return cached[1]
-
-    def _steps(self, entry: _Entry) -> list[Step]:
-        trail = entry.trail
-        steps = [self._step(entry.node_id if not trail else self._origin(trail))]
-        for edge_id, node_id, forward in trail:
+    def _steps(self, node_id: str, trail: Trail) -> list[Step]:
+        steps = [self._step(node_id if not trail else self._origin(trail))]
+        for edge_id, step_id, forward in trail:
             edge = self.graph.edge(edge_id)
-            steps.append(self._step(node_id, edge.type, edge_id, forward))
+            steps.append(self._step(step_id, edge.type, edge_id, forward))
         return steps
 
-    def _origin(self, trail: tuple[tuple[str, str, bool], ...]) -> str:
+    def _origin(self, trail: Trail) -> str:
         edge_id, _, forward = trail[0]
         edge = self.graph.edge(edge_id)
         return edge.src if forward else edge.dst

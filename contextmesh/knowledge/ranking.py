@@ -1,0 +1,223 @@
+"""Ranking what a walk reached: lexical evidence, the question's entities, its intent, the path's length.
+
+Every candidate is a node *and the typed path that reached it*; the score belongs to that pair,
+so the path a walk shows is the path it scored. Two kinds of candidate:
+
+* **direct** — a node the walk reached, on the cheapest path the search found to it;
+* **across** — for a question that names a relation (:mod:`~contextmesh.knowledge.intent`), a node
+  one edge of that relation away from a node the walk reached (the *anchor*): the path is the
+  anchor's path plus that edge. The anchor is what the question describes, the answer is what
+  stands across the relation from it ("what replaced X?" describes X and asks for its successor).
+
+The score, with the weights of :class:`Weights` (calibrated on the development questions,
+``docs/adr/0008-lexical-evidence.md`` and ``0009-walk-ranking-and-confidence.md``):
+
+* ``lexical`` × BM25F coverage (headline and body) of the question's residual stems — what it
+  says beyond the entities it names and the relation cues — by the node (direct) or by the anchor
+  (across; plus ``other_end`` × the answer's own coverage);
+* ``entities`` × the share of the question's resolved entities within one edge of that node;
+* ``intent`` when the path's last edge is of a type the question asks across, ``node_type`` when
+  the answer is of the type asked for ("which decision…"), ``causal`` for a *why* question
+  answered by a node that states a cause;
+* minus ``hop`` for every edge past the first.
+
+The **confidence** of a candidate is the share of the question it carries: the lexical coverage
+of the node that matches the question (the anchor's for an across candidate), or, when the
+question says nothing beyond its entities, the entity share.
+
+Invariant: deterministic — candidates are built in reach order and ties break by fewer hops,
+then the graph's insertion sequence.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from contextmesh.knowledge.intent import Intent
+from contextmesh.knowledge.lexical import Bm25, LexicalDocument
+from contextmesh.knowledge.standing import fallen
+from contextmesh.knowledge.text import content_stems
+
+if TYPE_CHECKING:
+    from contextmesh.core.graph import ContextGraph
+    from contextmesh.core.model import EdgeRecord
+
+__all__ = ["INDEXED_TYPES", "AnswerIndex", "Candidate", "Reach", "Trail", "Weights", "rank"]
+
+Trail = tuple[tuple[str, str, bool], ...]  # (edge id, node id, forward) from the seed
+INDEXED_TYPES = ("claim", "decision", "assumption", "evidence", "source", "entity")
+_ANCHOR_TYPES = frozenset({"claim", "decision", "assumption", "evidence"})
+_CAUSAL = re.compile(r"\b(because|since|so|due to|as a result|caused|causes)\b", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class Weights:
+    """The blend; see the module docstring."""
+
+    entity_terms: float = 1.0
+    intent: float = 0.4
+    node_type: float = 0.4
+    other_end: float = 0.2
+    causal: float = 0.1
+    hop: float = 0.08
+
+
+@dataclass(frozen=True)
+class Reach:
+    """How the walk reached a node: hops and trail of the cheapest path, and how many seeds are next to it."""
+
+    hops: int
+    trail: Trail
+    near_seeds: int
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A node with the path that reached it, its score and its confidence."""
+
+    node_id: str
+    trail: Trail
+    score: float
+    confidence: float
+    anchor: str | None = None
+    fallen: str | None = None
+
+    @property
+    def hops(self) -> int:
+        """Edges on the path."""
+        return len(self.trail)
+
+
+class AnswerIndex:
+    """BM25F over every indexed node of a graph: label as headline, span body or rationale as body."""
+
+    def __init__(self, graph: ContextGraph, bodies: Mapping[str, str]) -> None:
+        self.stamp = _stamp(graph)
+        documents = []
+        for node in graph:
+            if node.type not in INDEXED_TYPES:
+                continue
+            body = ""
+            if node.type == "claim":
+                body = bodies.get(str(node.attrs.get("key")), "")
+                if body.startswith(node.label):  # a flat chunk is headline + body: index the body once
+                    body = body[len(node.label) :]
+            elif node.type == "decision":
+                body = str(node.attrs.get("rationale") or "")
+            documents.append(LexicalDocument(node.id, tuple(content_stems(node.label)), tuple(content_stems(body))))
+        self.bm25 = Bm25(documents)
+
+    def fresh(self, graph: ContextGraph) -> bool:
+        """True while the graph holds the nodes and edges the index was built over."""
+        return self.stamp == _stamp(graph)
+
+    def coverage(self, node_id: str, terms: tuple[str, ...]) -> float:
+        """BM25F coverage of ``terms`` by one node (0 for an unindexed node or no terms)."""
+        return self.bm25.coverage(node_id, terms) if terms else 0.0
+
+
+def _stamp(graph: ContextGraph) -> tuple[int, int, int]:
+    return id(graph), len(graph.nodes), len(graph.edges)
+
+
+@dataclass(frozen=True)
+class _Question:
+    terms: tuple[str, ...]
+    seeds: int
+    intent: Intent
+    answer_types: frozenset[str]
+
+
+def rank(
+    graph: ContextGraph,
+    index: AnswerIndex,
+    reached: Mapping[str, Reach],
+    *,
+    terms: tuple[str, ...],
+    seeds: int,
+    intent: Intent,
+    answer_types: frozenset[str],
+    weights: Weights,
+) -> list[Candidate]:
+    """Every candidate, best first (see the module docstring)."""
+    question = _Question(terms, seeds, intent, answer_types)
+    match: dict[str, tuple[float, float]] = {}  # node → (base score, confidence)
+
+    distinct = len(dict.fromkeys(terms))
+    # The question's information is its residual words and its entities: each entity counts as
+    # ``entity_terms`` words, so the mix says how much of the question each part carries.
+    share_of_words = distinct / (distinct + weights.entity_terms * seeds) if distinct or seeds else 0.0
+
+    def base(node_id: str) -> tuple[float, float]:
+        if node_id not in match:
+            lexical = index.coverage(node_id, terms)
+            share = reached[node_id].near_seeds / seeds if seeds and node_id in reached else 0.0
+            confidence = share_of_words * lexical + (1.0 - share_of_words) * share
+            match[node_id] = (confidence, confidence)
+        return match[node_id]
+
+    out: list[Candidate] = []
+    for node_id, reach in reached.items():
+        node = graph.node(node_id)
+        if node.type not in answer_types:
+            continue
+        score, confidence = base(node_id)
+        last = graph.edge(reach.trail[-1][0]).type if reach.trail else None
+        score += _shape(graph, node_id, last, reach.hops, question, weights)
+        out.append(Candidate(node_id, reach.trail, score, confidence, None, fallen(graph, node_id)))
+    if intent.relational:
+        out.extend(_across(graph, reached, question, weights, base))
+    out.sort(key=lambda c: (c.fallen is not None, -c.score, c.hops, graph.seq(c.node_id)))
+    return out
+
+
+def _shape(
+    graph: ContextGraph, node_id: str, last_edge: str | None, hops: int, question: _Question, weights: Weights
+) -> float:
+    """What the path and the node's kind add: intent, node type, cause, minus the length cost."""
+    node = graph.node(node_id)
+    extra = -weights.hop * max(0, hops - 1)
+    if last_edge is not None and last_edge in question.intent.edges:
+        extra += weights.intent
+    if question.intent.node_type is not None and node.type == question.intent.node_type:
+        extra += weights.node_type
+    if question.intent.causal and _CAUSAL.search(node.label):
+        extra += weights.causal
+    return extra
+
+
+def _across(
+    graph: ContextGraph,
+    reached: Mapping[str, Reach],
+    question: _Question,
+    weights: Weights,
+    base: Callable[[str], tuple[float, float]],
+) -> Iterable[Candidate]:
+    """Candidates one edge of an asked-for relation away from a reached anchor, the anchor's path extended."""
+    for anchor_id, reach in reached.items():
+        if graph.node(anchor_id).type not in _ANCHOR_TYPES:
+            continue
+        anchor_score, confidence = base(anchor_id)
+        on_path = {step[1] for step in reach.trail}
+        on_path.add(anchor_id)
+        for edge in _relation_edges(graph, anchor_id, question.intent.edges):
+            forward = edge.src == anchor_id
+            other = edge.dst if forward else edge.src
+            if other in on_path or graph.node(other).type not in question.answer_types:
+                continue
+            own = base(other)[0] if other in reached else 0.0
+            score = anchor_score + weights.other_end * own
+            score += _shape(graph, other, edge.type, reach.hops + 1, question, weights)
+            # Reached across the very relation the question asks about: a superseded or disputed
+            # node is what such a question asks for by name, so it is not barred as fallen.
+            yield Candidate(other, (*reach.trail, (edge.id, other, forward)), score, confidence, anchor_id)
+
+
+def _relation_edges(graph: ContextGraph, node_id: str, types: tuple[str, ...]) -> list[EdgeRecord]:
+    """The live edges of ``types`` on either side of a node whose other end is live, in insertion order."""
+    found = [e for e in graph.out_edges(node_id, types) if graph.node(e.dst).live]
+    found.extend(e for e in graph.in_edges(node_id, types) if graph.node(e.src).live)
+    return found
