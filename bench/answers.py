@@ -357,7 +357,12 @@ def _show_misses(name: str, outcomes: list[Outcome]) -> None:
         if q["split"] != "dev" or outcome.right or outcome.note:
             continue
         walk = outcome.walk
-        got = "?" if walk is None else (f"dead end {walk.dead_end.reason}: {walk.dead_end.detail}" if walk.dead_end else walk.answer)
+        if walk is None:
+            got = "?"
+        elif walk.dead_end is not None:
+            got = f"dead end {walk.dead_end.reason}: {walk.dead_end.detail}"
+        else:
+            got = f"{walk.answer} (confidence {walk.confidence:.2f}, score {walk.score:.2f})"
         print(f"{q['id']} [{q['kind']}] {q['question']}\n   gold {q['gold'] or q.get('expect_dead_end')}\n   got  {got}")
         if walk is not None and walk.dead_end is None:
             print("   path " + " ".join(step.render() for step in walk.path))

@@ -35,9 +35,9 @@ from contextmesh.knowledge.text import normalize, words
 
 __all__ = ["READING_MARGIN", "STRICT_RELATIONS", "THRESHOLD", "ambiguous_acronyms", "low_confidence"]
 
-THRESHOLD = 0.35
+THRESHOLD = 0.25
 READING_MARGIN = 0.15
-STRICT_RELATIONS = frozenset({"supersedes", "contradicts", "cites"})
+STRICT_RELATIONS = frozenset({"supersedes", "contradicts", "cites", "produces", "depends_on"})
 
 
 def _is_acronym(surface: str) -> bool:
@@ -85,6 +85,7 @@ def low_confidence(
     best: tuple[str, float] | None,
     fallen: tuple[str, float, str] | None,
     named_entities: bool,
+    tried: str = "",
     off_type: tuple[str, float] | None,
     reached: int,
 ) -> tuple[str, str]:
@@ -99,8 +100,8 @@ def low_confidence(
     if not named_entities:
         return (
             "entity_unresolved",
-            f"no mention resolved to a canonical entity; from entities sharing a word with it the best "
-            f"candidate was {rejected}",
+            f"no mention resolved to a canonical entity: {tried or 'nothing'}; starting from what shares its "
+            f"words, the best candidate was {rejected}",
         )
     if off_type is not None and off_type[1] >= THRESHOLD and (best is None or off_type[1] > best[1]):
         return (

@@ -24,18 +24,22 @@ __all__ = ["Intent", "read_intent"]
 
 # (pattern, edge types it asks across). Patterns run over the lower-cased question.
 _RELATIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    (r"\b(replac\w*|supersed\w*|took over from|instead of|newer|succeed\w*)\b", ("supersedes",)),
+    (r"\b(replac(e|ed|es|ing)|supersed(e|ed|es|ing)|took over from|instead of|newer|succeed(ed|s)?)\b", ("supersedes",)),
     (
-        r"\b(contradict\w*|disput\w*|goes against|go against|refut\w*|disprov\w*|conflict\w*|at odds)\b",
+        r"\b(contradict(s|ed|ing)?|disput(e|ed|es|ing)|goes against|go against|refut(e|ed|es)|disprov(e|ed|es)|"
+        r"conflicts? with|at odds)\b",
         ("contradicts",),
     ),
     (r"\bshow(ed|s|n)? that\b.*\b(not|never|no longer)\b", ("contradicts",)),
     (r"\b(cite[sd]?|citing|point(s|ed)? to|refer(s|red)? to|quot(e|es|ed))\b", ("cites",)),
-    (r"\b(depend\w*|rest(s|ed)? on|rel(y|ies|ied) on|take[sn]? for granted|presuppos\w*)\b", ("depends_on", "derived_from")),
+    (
+        r"\b(depend(s|ed|ing)? on|rest(s|ed)? on|rel(y|ies|ied) on|take[sn]? for granted|presuppos(e|es|ed))\b",
+        ("depends_on", "derived_from"),
+    ),
     (r"\b(has|have|had) to be done before|\bprerequisite\b|\bneed(s|ed)? first\b", ("depends_on",)),
-    (r"\b(produc\w*|brought\b.*\binto being|creat(e|ed|es)|gave rise to|introduc\w*)\b", ("produces",)),
-    (r"\b(support\w*|back(s|ed)? up|argu\w* for|in favour of|in favor of)\b", ("supports", "derived_from")),
-    (r"\b(justif\w*|stands? behind|warrant\w*)\b", ("justified_by", "supports")),
+    (r"\b(produc(e|ed|es|ing)|brought\b.*\binto being|creat(e|ed|es)|gave rise to|introduc(e|ed|es))\b", ("produces",)),
+    (r"\b(support(s|ed|ing)?|back(s|ed)? up|argu(e|es|ed) for|in favour of|in favor of)\b", ("supports", "derived_from")),
+    (r"\b(justif(y|ies|ied)|stands? behind|warrant(s|ed)?)\b", ("justified_by", "supports")),
     (r"\b(taken from|derived from|comes? from|behind the|in the document|the document)\b", ("derived_from",)),
 )
 _TYPES: tuple[tuple[str, str], ...] = (
@@ -45,7 +49,7 @@ _TYPES: tuple[tuple[str, str], ...] = (
     (r"\b(which|what) (\w+ )?(claims?|statements?)\b", "claim"),
 )
 _WHY = re.compile(r"^\s*why\b|\bwhat (made|caused|led to)\b|\bhow come\b", re.IGNORECASE)
-_PAST = re.compile(r"\b(originally|previously|used to|at first|earlier|old|former(ly)?|once)\b")
+_PAST = re.compile(r"\b(originally|initially|previously|used to|at first|early|earlier|old|former(ly)?|before \w+ \w+ (grew|changed|rose|fell))\b")
 _CUE_WORDS = (
     "replace replaced superseded supersede supersedes contradict contradicts contradicted dispute disputes "
     "disputed refute refuted disprove disproved cite cites cited point points depend depends rest rests "
@@ -65,6 +69,11 @@ class Intent:
     causal: bool = False
     past: bool = False
     cues: frozenset[str] = frozenset()
+    asks_for_source: bool | None = None
+
+    def direction_fits(self, answer_is_source: bool) -> bool:
+        """True unless the wording says which end of the relation it wants and this is the other end."""
+        return self.asks_for_source is None or self.asks_for_source == answer_is_source
 
     @property
     def relational(self) -> bool:
@@ -81,4 +90,25 @@ def read_intent(question: str) -> Intent:
             edges.extend(t for t in types if t not in edges)
     node_type = next((kind for pattern, kind in _TYPES if re.search(pattern, text)), None)
     cues = frozenset(stem for stem in content_stems(question) if stem in _CUES)
-    return Intent(tuple(edges), node_type, bool(_WHY.search(question)), bool(_PAST.search(text)), cues)
+    return Intent(
+        tuple(edges), node_type, bool(_WHY.search(question)), bool(_PAST.search(text)), cues, _asks_for_source(text)
+    )
+
+
+def _asks_for_source(text: str) -> bool | None:
+    """Which end of the relation the question wants, from where its verb stands.
+
+    "What replaced X?", "Which report contradicts X?" — the relation's verb follows the question
+    word (and at most two words naming a kind): the question asks for its subject, the edge's
+    source. "What does X supersede?", "…that a later report disputes?" — something stands between
+    them: it asks for the object, the edge's target. No relation verb: no preference.
+    """
+    for pattern, _ in _RELATIONS:
+        found = re.search(pattern, text)
+        if found is None:
+            continue
+        before = text[: found.start()].split()
+        if before and before[0] in {"what", "which", "who"} and len(before) <= 3:
+            return not any(word in {"does", "did", "do", "is", "was", "were", "are", "has", "have"} for word in before)
+        return False
+    return None

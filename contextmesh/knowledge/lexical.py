@@ -27,11 +27,36 @@ import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-__all__ = ["HEADLINE_WEIGHT", "K1", "B", "Bm25", "LexicalDocument"]
+from contextmesh.knowledge.text import content_stems
+
+__all__ = ["HEADLINE_WEIGHT", "K1", "B", "Bm25", "LexicalDocument", "fold", "terms_of"]
 
 K1 = 1.2
 B = 0.75
 HEADLINE_WEIGHT = 2.0
+
+
+_SUFFIXES = ("ing", "ed", "ly", "es", "e", "s")
+PREFIX = 6
+
+
+def fold(stem: str) -> str:
+    """One more suffix off a stem, for matching only: ``keyed`` and ``key``, ``rebuilding`` and ``rebuild`` meet.
+
+    The shared stemmer (:func:`~contextmesh.knowledge.text.stem`) stops at plurals and irregular
+    verbs on purpose (a resolver must not merge two names); lexical evidence can be looser,
+    because a word match only adds to a score.
+    """
+    for suffix in _SUFFIXES:
+        if stem.endswith(suffix) and len(stem) - len(suffix) >= 3:
+            stem = stem[: -len(suffix)]
+            break
+    return stem[:PREFIX]
+
+
+def terms_of(text: str) -> tuple[str, ...]:
+    """The folded content stems of ``text``, in order, repeats kept."""
+    return tuple(fold(stem) for stem in content_stems(text))
 
 
 @dataclass(frozen=True)
@@ -100,6 +125,11 @@ class Bm25:
             if tf:
                 total += self._idf[term] * tf * (self.k1 + 1.0) / (tf + norm)
         return total
+
+    def matched(self, key: str, query: Sequence[str]) -> int:
+        """How many distinct query terms the document holds."""
+        counts = self._tf.get(key, {})
+        return sum(1 for term in dict.fromkeys(query) if term in counts)
 
     def ideal(self, query: Sequence[str]) -> float:
         """The score of an average-length document holding every query term once in its headline.

@@ -37,9 +37,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from contextmesh.knowledge.intent import Intent
-from contextmesh.knowledge.lexical import Bm25, LexicalDocument
+from contextmesh.knowledge.lexical import Bm25, LexicalDocument, fold, terms_of
 from contextmesh.knowledge.standing import fallen
-from contextmesh.knowledge.text import content_stems
 
 if TYPE_CHECKING:
     from contextmesh.core.graph import ContextGraph
@@ -58,20 +57,25 @@ class Weights:
     """The blend; see the module docstring."""
 
     entity_terms: float = 1.0
+    headline: float = 2.0
     intent: float = 0.4
     node_type: float = 0.4
     other_end: float = 0.2
     causal: float = 0.1
-    hop: float = 0.08
+    hop: float = 0.02
 
 
 @dataclass(frozen=True)
 class Reach:
-    """How the walk reached a node: hops and trail of the cheapest path, and how many seeds are next to it."""
+    """How the walk reached a node: hops and trail of the cheapest path, and its closeness to the seeds.
+
+    ``near_seeds`` sums, over the seeds, 1 / hops from each (raised to a calibrated power): a node
+    one edge from every seed scores the number of seeds.
+    """
 
     hops: int
     trail: Trail
-    near_seeds: int
+    near_seeds: float
 
 
 @dataclass(frozen=True)
@@ -94,7 +98,7 @@ class Candidate:
 class AnswerIndex:
     """BM25F over every indexed node of a graph: label as headline, span body or rationale as body."""
 
-    def __init__(self, graph: ContextGraph, bodies: Mapping[str, str]) -> None:
+    def __init__(self, graph: ContextGraph, bodies: Mapping[str, str], headline_weight: float = 2.0) -> None:
         self.stamp = _stamp(graph)
         documents = []
         for node in graph:
@@ -107,8 +111,11 @@ class AnswerIndex:
                     body = body[len(node.label) :]
             elif node.type == "decision":
                 body = str(node.attrs.get("rationale") or "")
-            documents.append(LexicalDocument(node.id, tuple(content_stems(node.label)), tuple(content_stems(body))))
-        self.bm25 = Bm25(documents)
+            if node.provenance is not None and node.provenance.source_id in graph:
+                # Where a statement comes from is part of what it says ("the growth report says…").
+                body = f"{body} {graph.node(node.provenance.source_id).label}"
+            documents.append(LexicalDocument(node.id, terms_of(node.label), terms_of(body)))
+        self.bm25 = Bm25(documents, headline_weight=headline_weight)
 
     def fresh(self, graph: ContextGraph) -> bool:
         """True while the graph holds the nodes and edges the index was built over."""
@@ -143,6 +150,7 @@ def rank(
     weights: Weights,
 ) -> list[Candidate]:
     """Every candidate, best first (see the module docstring)."""
+    terms = tuple(fold(term) for term in terms)
     question = _Question(terms, seeds, intent, answer_types)
     match: dict[str, tuple[float, float]] = {}  # node → (base score, confidence)
 
@@ -165,9 +173,13 @@ def rank(
         if node.type not in answer_types:
             continue
         score, confidence = base(node_id)
-        last = graph.edge(reach.trail[-1][0]).type if reach.trail else None
+        last = None
+        if reach.trail and intent.direction_fits(answer_is_source=not reach.trail[-1][2]):
+            last = graph.edge(reach.trail[-1][0]).type
         score += _shape(graph, node_id, last, reach.hops, question, weights)
-        out.append(Candidate(node_id, reach.trail, score, confidence, None, fallen(graph, node_id)))
+        # A question about what held before may be answered by what no longer stands.
+        gone = None if intent.past else fallen(graph, node_id)
+        out.append(Candidate(node_id, reach.trail, score, confidence, None, gone))
     if intent.relational:
         out.extend(_across(graph, reached, question, weights, base))
     out.sort(key=lambda c: (c.fallen is not None, -c.score, c.hops, graph.seq(c.node_id)))
@@ -208,12 +220,16 @@ def _across(
             other = edge.dst if forward else edge.src
             if other in on_path or graph.node(other).type not in question.answer_types:
                 continue
-            own = base(other)[0] if other in reached else 0.0
+            if not question.intent.direction_fits(answer_is_source=not forward):
+                continue
+            own, own_confidence = base(other) if other in reached else (0.0, 0.0)
             score = anchor_score + weights.other_end * own
             score += _shape(graph, other, edge.type, reach.hops + 1, question, weights)
             # Reached across the very relation the question asks about: a superseded or disputed
             # node is what such a question asks for by name, so it is not barred as fallen.
-            yield Candidate(other, (*reach.trail, (edge.id, other, forward)), score, confidence, anchor_id)
+            # Either end may carry the question ("in the claims X rests on, how long…?" describes both).
+            sure = max(confidence, own_confidence)
+            yield Candidate(other, (*reach.trail, (edge.id, other, forward)), score, sure, anchor_id)
 
 
 def _relation_edges(graph: ContextGraph, node_id: str, types: tuple[str, ...]) -> list[EdgeRecord]:

@@ -100,6 +100,8 @@ _EDGE_COST = {"resolves_to": 0.3}
 _ASKED_EDGE_COST = 0.5
 _HUB_PENALTY = 0.15
 _WORD_SEEDS = 4
+_CONTEXT_WORDS = 2
+_CLOSENESS_POWER = 2.0
 
 
 @dataclass(frozen=True)
@@ -301,7 +303,7 @@ class Walker:
 
     def _answer_index(self) -> AnswerIndex:
         if self._index is None or not self._index.fresh(self.graph):
-            self._index = AnswerIndex(self.graph, self._bodies)
+            self._index = AnswerIndex(self.graph, self._bodies, self.weights.headline)
         return self._index
 
     def _walk(self, question: str, policy: frozenset[str]) -> Walk:
@@ -320,7 +322,7 @@ class Walker:
             return self._ambiguous(walk, ambiguous, seeds, terms, intent, policy)
         named = bool(seeds)
         if not seeds:
-            seeds = self._word_seeds(terms)
+            seeds = self._word_seeds(terms) or self._source_seeds(terms)
         if not seeds:
             walk.dead_end = self._unresolved(resolved, dropped)
             return walk
@@ -331,7 +333,8 @@ class Walker:
                 "pruned_too_early", f"{names} resolved but is no longer walkable (pruned or invalidated)"
             )
             return walk
-        self._settle(walk, live_seeds, named, terms, intent, policy)
+        tried = ", ".join(f"'{r.mention}'" for r in dropped) or "nothing"
+        self._settle(walk, live_seeds, named, terms, intent, policy, tried)
         return walk
 
     def _unresolved(self, resolved: list[str], dropped: list[ResolutionRecord]) -> DeadEnd:
@@ -359,6 +362,23 @@ class Walker:
                     seeds.append(entity_id)
         return seeds
 
+    def _source_seeds(self, terms: tuple[str, ...]) -> list[str]:
+        """The sources of the claims that match the question best: where a walk no name anchors enters.
+
+        The path then runs from the source to its claim — the answer's provenance — and the
+        confidence check still decides whether that claim answers.
+        """
+        index = self._answer_index()
+        if not self._known(index, terms):
+            return []
+        claims = [n.id for n in self.graph.by_type("claim")]
+        seeds: list[str] = []
+        for claim_id in index.bm25.top(terms, _WORD_SEEDS, claims):
+            for edge in self.graph.out_edges(claim_id, ("derived_from",)):
+                if self.graph.node(edge.dst).type == "source" and edge.dst not in seeds:
+                    seeds.append(edge.dst)
+        return seeds
+
     def _ambiguous(
         self,
         walk: Walk,
@@ -380,7 +400,7 @@ class Walker:
             readings.append((trial.confidence if trial.dead_end is None else 0.0, trial))
         ranked = sorted(range(len(readings)), key=lambda i: (-readings[i][0], i))
         best, runner_up = readings[ranked[0]], readings[ranked[1]]
-        if best[1].dead_end is None and best[0] - runner_up[0] >= READING_MARGIN:
+        if best[1].dead_end is None and best[0] - runner_up[0] >= READING_MARGIN and self._context(best[1], terms):
             return best[1]
         names = " or ".join(f"'{self.resolver.canonical.get(m, m)}'" for m in meanings)
         walk.dead_end = DeadEnd(
@@ -390,8 +410,24 @@ class Walker:
         )
         return walk
 
+    def _context(self, walk: Walk, terms: tuple[str, ...]) -> bool:
+        """True when the answer (or the node it was reached across from) holds two or more of the question's words.
+
+        One word is too little context to choose what an acronym means: "capacity" fits any plant.
+        """
+        index = self._answer_index()
+        near = [step.node_id for step in walk.path[-2:] if step.node_type in ANSWER_TYPES | {"assumption"}]
+        return max((index.bm25.matched(n, terms) for n in near), default=0) >= _CONTEXT_WORDS
+
     def _settle(
-        self, walk: Walk, seeds: list[str], named: bool, terms: tuple[str, ...], intent: Intent, policy: frozenset[str]
+        self,
+        walk: Walk,
+        seeds: list[str],
+        named: bool,
+        terms: tuple[str, ...],
+        intent: Intent,
+        policy: frozenset[str],
+        tried: str = "",
     ) -> None:
         """Search from ``seeds``, rank what was reached, and answer or dead-end on ``walk``."""
         found = self._reach(seeds, policy, intent)
@@ -401,7 +437,7 @@ class Walker:
             self.graph,
             index,
             found.reached,
-            terms=terms if self._known(index, terms) else (),
+            terms=terms,
             seeds=len(seeds) if named else 0,
             intent=intent,
             answer_types=frozenset(answer_types),
@@ -411,24 +447,32 @@ class Walker:
             walk.dead_end = self._why_no_candidate(seeds, found.reached, found.blocked)
             return
         best = ranked[0] if ranked[0].fallen is None else None
-        if best is not None and intent.edges and STRICT_RELATIONS & set(intent.edges):
-            if not self._crosses(best, intent):
-                edges = "/".join(e for e in intent.edges if e in STRICT_RELATIONS)
-                walk.dead_end = DeadEnd(
-                    "no_typed_edge",
-                    f"the question asks across {edges}; no live {edges} edge leaves what it describes "
-                    f"(best match: {self._describe(best.anchor or best.node_id)})",
-                    rejected=self.graph.node(best.node_id).label,
-                )
+        strict = [e for e in intent.edges if e in STRICT_RELATIONS]
+        if strict:
+            # The question asks across a relation: only an answer across it will do.
+            crossing = [c for c in ranked if c.fallen is None and self._crosses(c, intent)]
+            if not crossing or crossing[0].confidence < THRESHOLD:
+                walk.dead_end = self._no_relation(strict, ranked, crossing)
                 return
+            best = crossing[0]
         if best is None or best.confidence < THRESHOLD:
-            walk.dead_end = self._doubt(best, ranked, found, named, terms, index)
+            walk.dead_end = self._doubt(best, ranked, found, named, terms, index, tried)
             return
         self._fill(walk, best)
 
     def _known(self, index: AnswerIndex, terms: tuple[str, ...]) -> bool:
-        # A question whose remaining words no node holds says nothing a text could match: its entities decide.
         return any(index.bm25.idf(t) > 0.0 for t in terms)
+
+    def _no_relation(self, strict: list[str], ranked: list[Candidate], crossing: list[Candidate]) -> DeadEnd:
+        """The dead end of a question asking across a relation that nothing it describes has."""
+        edges = "/".join(strict)
+        described = next((c for c in ranked if c.fallen is None), ranked[0])
+        detail = f"the question asks across {edges}; no live {edges} edge leaves what it describes"
+        detail += f" (best match: {self._describe(described.anchor or described.node_id)}"
+        if crossing:
+            detail += f"; best across {edges}: {self._describe(crossing[0].node_id)}, confidence "
+            detail += f"{crossing[0].confidence:.2f} < {THRESHOLD:.2f}"
+        return DeadEnd("no_typed_edge", detail + ")", rejected=self.graph.node(described.node_id).label)
 
     def _crosses(self, candidate: Candidate, intent: Intent) -> bool:
         return bool(candidate.trail) and self.graph.edge(candidate.trail[-1][0]).type in intent.edges
@@ -441,6 +485,7 @@ class Walker:
         named: bool,
         terms: tuple[str, ...],
         index: AnswerIndex,
+        tried: str,
     ) -> DeadEnd:
         """The dead end of a walk whose best live candidate is below the confidence threshold."""
         fallen = [(self._describe(c.node_id), c.confidence, c.fallen or "") for c in ranked if c.fallen is not None]
@@ -456,6 +501,7 @@ class Walker:
             best=None if best is None else (self._describe(best.node_id), best.confidence),
             fallen=top_fallen,
             named_entities=named,
+            tried=tried,
             off_type=top_off,
             reached=sum(1 for n in found.reached if self.graph.node(n).type in ANSWER_TYPES),
         )
@@ -478,15 +524,14 @@ class Walker:
     def _reach(self, seeds: list[str], policy: frozenset[str], intent: Intent) -> _Search:
         """Search from every seed; keep each node's cheapest path and how many seeds sit next to it."""
         best: dict[str, tuple[float, int, int, Trail]] = {}
-        near: dict[str, int] = {}
+        near: dict[str, float] = {}
         blocked: dict[str, str] = {}
         costs = {**_EDGE_COST, **dict.fromkeys(intent.edges, _ASKED_EDGE_COST)}
         for seed in seeds:
             for node_id, entry in self._search(seed, policy, blocked, costs).items():
                 if node_id not in best or entry[:3] < best[node_id][:3]:
                     best[node_id] = entry
-                if entry[1] <= 1:
-                    near[node_id] = near.get(node_id, 0) + 1
+                near[node_id] = near.get(node_id, 0.0) + 1.0 / max(1, entry[1]) ** _CLOSENESS_POWER
         reached = {n: Reach(e[1], e[3], near.get(n, 0)) for n, e in best.items()}
         return _Search(reached, blocked, seeds)
 
