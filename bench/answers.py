@@ -175,7 +175,9 @@ def _waits(question: dict[str, Any]) -> bool:
 def _ask(world: World, question: dict[str, Any]) -> Walk:
     world.walker.resolver = copy.deepcopy(world.resolver)
     if question.get("as_of"):
-        return explain_as_of(world.graph, world.walker.resolver, question["question"], question["as_of"], flat=world.flat).walk
+        return explain_as_of(
+            world.graph, world.walker.resolver, question["question"], question["as_of"], flat=world.flat
+        ).walk
     policy = tuple(question["policy"]) if question.get("policy") else None
     return world.walker.ask(question["question"], policy=policy)
 
@@ -199,7 +201,7 @@ class Baseline:
         self.keys = [key for key, _, _ in spans]
         self.backend = backend
         if backend == "bm25s":
-            import bm25s  # noqa: PLC0415 — optional, for the side-by-side measurement only
+            import bm25s
 
             self._bm25s = bm25s
             corpus = [f"{headline} {body}" for _, headline, body in spans]
@@ -288,7 +290,7 @@ def run(corpora: Sequence[str], lexical: str) -> dict[str, list[Outcome]]:
         return demo_worlds[state]
 
     if "demo" in corpora or "project" in corpora:
-        from contextmesh.demo.knowledge import load_demo  # noqa: PLC0415
+        from contextmesh.demo.knowledge import load_demo
 
         demo_baseline = Baseline(_corpus_spans(load_demo()[0]), lexical)
         if "demo" in corpora:
@@ -363,13 +365,19 @@ def _show_misses(name: str, outcomes: list[Outcome]) -> None:
             got = f"dead end {walk.dead_end.reason}: {walk.dead_end.detail}"
         else:
             got = f"{walk.answer} (confidence {walk.confidence:.2f}, score {walk.score:.2f})"
-        print(f"{q['id']} [{q['kind']}] {q['question']}\n   gold {q['gold'] or q.get('expect_dead_end')}\n   got  {got}")
+        print(
+            f"{q['id']} [{q['kind']}] {q['question']}\n   gold {q['gold'] or q.get('expect_dead_end')}\n   got  {got}"
+        )
         if walk is not None and walk.dead_end is None:
             print("   path " + " ".join(step.render() for step in walk.path))
 
 
 def _token_ratio(outcomes: list[Outcome]) -> float:
-    ratios = [o.walk.tokens / o.walk.flat_tokens for o in outcomes if o.walk and o.walk.dead_end is None and o.walk.flat_tokens]
+    ratios = [
+        o.walk.tokens / o.walk.flat_tokens
+        for o in outcomes
+        if o.walk and o.walk.dead_end is None and o.walk.flat_tokens
+    ]
     return statistics.median(ratios) if ratios else float("nan")
 
 

@@ -28,16 +28,46 @@ unless the context makes one reading clearly better (:data:`READING_MARGIN`).
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING
 
-from contextmesh.knowledge.resolve import Mention, ResolutionRecord
+from contextmesh.knowledge.ranking import AnswerIndex, Candidate, Reach
+from contextmesh.knowledge.search import Reached
 from contextmesh.knowledge.text import normalize, words
 
-__all__ = ["READING_MARGIN", "STRICT_RELATIONS", "THRESHOLD", "ambiguous_acronyms", "low_confidence"]
+if TYPE_CHECKING:
+    from contextmesh.core.graph import ContextGraph
+    from contextmesh.knowledge.resolve import Mention, ResolutionRecord
 
-THRESHOLD = 0.25
+__all__ = [
+    "READING_MARGIN",
+    "STRICT_RELATIONS",
+    "THRESHOLD",
+    "Verdict",
+    "ambiguous_acronyms",
+    "doubt",
+    "low_confidence",
+    "no_candidate",
+    "no_relation",
+    "sure",
+]
+
+Verdict = tuple[str, str, str | None]  # reason, detail, the label of the best candidate rejected
+
+THRESHOLD = 0.20
 READING_MARGIN = 0.15
 STRICT_RELATIONS = frozenset({"supersedes", "contradicts", "cites", "produces", "depends_on"})
+
+
+def sure(confidence: float) -> bool:
+    """True when a confidence reaches :data:`THRESHOLD` (compared at six decimals: sums of shares are not exact)."""
+    return round(confidence, 6) >= THRESHOLD
+
+
+def _describe(graph: ContextGraph, node_id: str) -> str:
+    node = graph.node(node_id)
+    return f"{node.type} '{node.label}'"
 
 
 def _is_acronym(surface: str) -> bool:
@@ -95,7 +125,7 @@ def low_confidence(
     fallen one's (description, confidence, why); ``off_type`` the best source or entity match.
     """
     rejected = "nothing" if best is None else f"{best[0]} (confidence {best[1]:.2f} < {THRESHOLD:.2f})"
-    if fallen is not None and fallen[1] >= THRESHOLD:
+    if fallen is not None and sure(fallen[1]):
         return "pruned_too_early", f"the walk needed {fallen[0]}, which is no longer walkable: {fallen[2]}"
     if not named_entities:
         return (
@@ -103,9 +133,74 @@ def low_confidence(
             f"no mention resolved to a canonical entity: {tried or 'nothing'}; starting from what shares its "
             f"words, the best candidate was {rejected}",
         )
-    if off_type is not None and off_type[1] >= THRESHOLD and (best is None or off_type[1] > best[1]):
+    if off_type is not None and sure(off_type[1]) and (best is None or off_type[1] > best[1]):
         return (
             "wrong_node_type",
             f"the question matches {off_type[0]}, which cannot answer; best candidate rejected: {rejected}",
         )
-    return "wrong_node_type", f"none of the {reached} claims and decisions reached answers it; best rejected: {rejected}"
+    return (
+        "wrong_node_type",
+        f"none of the {reached} claims and decisions reached answers it; best rejected: {rejected}",
+    )
+
+
+def doubt(
+    graph: ContextGraph,
+    index: AnswerIndex,
+    ranked: Sequence[Candidate],
+    found: Reached,
+    *,
+    named: bool,
+    terms: tuple[str, ...],
+    tried: str,
+    answer_types: frozenset[str],
+) -> Verdict:
+    """The dead end of a walk whose best live candidate is below the threshold (or that has none)."""
+    best = next((c for c in ranked if c.fallen is None), None)
+    fallen = [(_describe(graph, c.node_id), c.confidence, c.fallen or "") for c in ranked if c.fallen is not None]
+    fallen += [(why, index.coverage(n, terms), "pruned or invalidated") for n, why in found.blocked.items()]
+    top_fallen = max(fallen, key=lambda f: f[1]) if fallen else None
+    off = [
+        (_describe(graph, n), index.coverage(n, terms))
+        for n in found.reached
+        if graph.node(n).type in {"source", "entity"} and n not in found.seeds
+    ]
+    top_off = max(off, key=lambda f: f[1]) if off and terms else None
+    reason, detail = low_confidence(
+        best=None if best is None else (_describe(graph, best.node_id), best.confidence),
+        fallen=top_fallen,
+        named_entities=named,
+        tried=tried,
+        off_type=top_off,
+        reached=sum(1 for n in found.reached if graph.node(n).type in answer_types),
+    )
+    return reason, detail, None if best is None else graph.node(best.node_id).label
+
+
+def no_relation(graph: ContextGraph, strict: Sequence[str], ranked: Sequence[Candidate]) -> Verdict:
+    """The dead end of a question asking across a relation that nothing it describes has."""
+    crossing = [c for c in ranked if c.fallen is None and c.crossed]
+    edges = "/".join(strict)
+    described = next((c for c in ranked if c.fallen is None), ranked[0])
+    detail = f"the question asks across {edges}; no live {edges} edge leaves what it describes"
+    detail += f" (best match: {_describe(graph, described.anchor or described.node_id)}"
+    if crossing:
+        detail += f"; best across {edges}: {_describe(graph, crossing[0].node_id)}, confidence "
+        detail += f"{crossing[0].confidence:.2f} < {THRESHOLD:.2f}"
+    return "no_typed_edge", detail + ")", graph.node(described.node_id).label
+
+
+def no_candidate(
+    graph: ContextGraph, seeds: Sequence[str], reached: Mapping[str, Reach], blocked: Mapping[str, str]
+) -> Verdict:
+    """The dead end of a walk that reached no node of an answering type."""
+    labels = ", ".join(f"'{graph.node(s).label}'" for s in seeds)
+    if blocked:
+        first = next(iter(blocked.values()))
+        detail = f"from {labels} the walk needed {first}, which is no longer walkable ({len(blocked)} such node(s))"
+        return "pruned_too_early", detail, None
+    if set(reached) <= set(seeds):
+        return "no_typed_edge", f"no live edge of the policy's types leaves {labels}", None
+    kinds = Counter(graph.node(n).type for n in reached)
+    found = ", ".join(f"{n} {t}" for t, n in sorted(kinds.items()))
+    return "wrong_node_type", f"from {labels} the walk reached only {found}; none is a claim or decision", None

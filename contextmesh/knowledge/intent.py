@@ -24,7 +24,10 @@ __all__ = ["Intent", "read_intent"]
 
 # (pattern, edge types it asks across). Patterns run over the lower-cased question.
 _RELATIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    (r"\b(replac(e|ed|es|ing)|supersed(e|ed|es|ing)|took over from|instead of|newer|succeed(ed|s)?)\b", ("supersedes",)),
+    (
+        r"\b(replac(e|ed|es|ing)|supersed(e|ed|es|ing)|took over from|instead of|newer|succeed(ed|s)?)\b",
+        ("supersedes",),
+    ),
     (
         r"\b(contradict(s|ed|ing)?|disput(e|ed|es|ing)|goes against|go against|refut(e|ed|es)|disprov(e|ed|es)|"
         r"conflicts? with|at odds)\b",
@@ -38,7 +41,10 @@ _RELATIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ),
     (r"\b(has|have|had) to be done before|\bprerequisite\b|\bneed(s|ed)? first\b", ("depends_on",)),
     (r"\b(produc(e|ed|es|ing)|brought\b.*\binto being|creat(e|ed|es)|gave rise to|introduc(e|ed|es))\b", ("produces",)),
-    (r"\b(support(s|ed|ing)?|back(s|ed)? up|argu(e|es|ed) for|in favour of|in favor of)\b", ("supports", "derived_from")),
+    (
+        r"\b(support(s|ed|ing)?|back(s|ed)? up|argu(e|es|ed) for|in favour of|in favor of)\b",
+        ("supports", "derived_from"),
+    ),
     (r"\b(justif(y|ies|ied)|stands? behind|warrant(s|ed)?)\b", ("justified_by", "supports")),
     (r"\b(taken from|derived from|comes? from|behind the|in the document|the document)\b", ("derived_from",)),
 )
@@ -49,7 +55,10 @@ _TYPES: tuple[tuple[str, str], ...] = (
     (r"\b(which|what) (\w+ )?(claims?|statements?)\b", "claim"),
 )
 _WHY = re.compile(r"^\s*why\b|\bwhat (made|caused|led to)\b|\bhow come\b", re.IGNORECASE)
-_PAST = re.compile(r"\b(originally|initially|previously|used to|at first|early|earlier|old|former(ly)?|before \w+ \w+ (grew|changed|rose|fell))\b")
+_PAST = re.compile(
+    r"\b(originally|initially|previously|used to|at first|early|earlier|old|former(ly)?|"
+    r"before \w+ \w+ (grew|changed|rose|fell))\b"
+)
 _CUE_WORDS = (
     "replace replaced superseded supersede supersedes contradict contradicts contradicted dispute disputes "
     "disputed refute refuted disprove disproved cite cites cited point points depend depends rest rests "

@@ -88,6 +88,7 @@ class Candidate:
     confidence: float
     anchor: str | None = None
     fallen: str | None = None
+    crossed: bool = False
 
     @property
     def hops(self) -> int:
@@ -106,7 +107,8 @@ class AnswerIndex:
                 continue
             body = ""
             if node.type == "claim":
-                body = bodies.get(str(node.attrs.get("key")), "")
+                stored = node.attrs.get("body")
+                body = stored if isinstance(stored, str) else bodies.get(str(node.attrs.get("key")), "")
                 if body.startswith(node.label):  # a flat chunk is headline + body: index the body once
                     body = body[len(node.label) :]
             elif node.type == "decision":
@@ -116,14 +118,26 @@ class AnswerIndex:
                 body = f"{body} {graph.node(node.provenance.source_id).label}"
             documents.append(LexicalDocument(node.id, terms_of(node.label), terms_of(body)))
         self.bm25 = Bm25(documents, headline_weight=headline_weight)
+        self._folded: dict[tuple[str, ...], tuple[str, ...]] = {}
 
     def fresh(self, graph: ContextGraph) -> bool:
         """True while the graph holds the nodes and edges the index was built over."""
         return self.stamp == _stamp(graph)
 
-    def coverage(self, node_id: str, terms: tuple[str, ...]) -> float:
-        """BM25F coverage of ``terms`` by one node (0 for an unindexed node or no terms)."""
-        return self.bm25.coverage(node_id, terms) if terms else 0.0
+    def terms(self, stems: tuple[str, ...]) -> tuple[str, ...]:
+        """The question's stems as the index holds them (folded, :func:`~contextmesh.knowledge.lexical.fold`)."""
+        folded = self._folded.get(stems)
+        if folded is None:
+            folded = self._folded[stems] = tuple(fold(stem) for stem in stems)
+        return folded
+
+    def coverage(self, node_id: str, stems: tuple[str, ...]) -> float:
+        """BM25F coverage of the question's stems by one node (0 for an unindexed node or no stems)."""
+        return self.bm25.coverage(node_id, self.terms(stems)) if stems else 0.0
+
+    def matched(self, node_id: str, stems: tuple[str, ...]) -> int:
+        """How many of the question's distinct stems the node holds."""
+        return self.bm25.matched(node_id, self.terms(stems))
 
 
 def _stamp(graph: ContextGraph) -> tuple[int, int, int]:
@@ -150,11 +164,10 @@ def rank(
     weights: Weights,
 ) -> list[Candidate]:
     """Every candidate, best first (see the module docstring)."""
-    terms = tuple(fold(term) for term in terms)
     question = _Question(terms, seeds, intent, answer_types)
     match: dict[str, tuple[float, float]] = {}  # node → (base score, confidence)
 
-    distinct = len(dict.fromkeys(terms))
+    distinct = len(dict.fromkeys(index.terms(terms)))
     # The question's information is its residual words and its entities: each entity counts as
     # ``entity_terms`` words, so the mix says how much of the question each part carries.
     share_of_words = distinct / (distinct + weights.entity_terms * seeds) if distinct or seeds else 0.0
@@ -179,7 +192,8 @@ def rank(
         score += _shape(graph, node_id, last, reach.hops, question, weights)
         # A question about what held before may be answered by what no longer stands.
         gone = None if intent.past else fallen(graph, node_id)
-        out.append(Candidate(node_id, reach.trail, score, confidence, None, gone))
+        crossed = last is not None and last in intent.edges
+        out.append(Candidate(node_id, reach.trail, score, confidence, None, gone, crossed))
     if intent.relational:
         out.extend(_across(graph, reached, question, weights, base))
     out.sort(key=lambda c: (c.fallen is not None, -c.score, c.hops, graph.seq(c.node_id)))
@@ -229,7 +243,7 @@ def _across(
             # node is what such a question asks for by name, so it is not barred as fallen.
             # Either end may carry the question ("in the claims X rests on, how long…?" describes both).
             sure = max(confidence, own_confidence)
-            yield Candidate(other, (*reach.trail, (edge.id, other, forward)), score, sure, anchor_id)
+            yield Candidate(other, (*reach.trail, (edge.id, other, forward)), score, sure, anchor_id, None, True)
 
 
 def _relation_edges(graph: ContextGraph, node_id: str, types: tuple[str, ...]) -> list[EdgeRecord]:

@@ -40,8 +40,6 @@ Invariants:
 
 from __future__ import annotations
 
-import heapq
-import math
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -52,20 +50,23 @@ from contextmesh.core.errors import OntologyError
 from contextmesh.knowledge.confidence import (
     READING_MARGIN,
     STRICT_RELATIONS,
-    THRESHOLD,
+    Verdict,
     ambiguous_acronyms,
-    low_confidence,
+    doubt,
+    no_candidate,
+    no_relation,
+    sure,
 )
 from contextmesh.knowledge.embed import Embedder, HashedEmbedder, cosine
 from contextmesh.knowledge.intent import Intent, read_intent
-from contextmesh.knowledge.ranking import AnswerIndex, Candidate, Reach, Trail, Weights, rank
+from contextmesh.knowledge.ranking import AnswerIndex, Candidate, Trail, Weights, rank
+from contextmesh.knowledge.search import entity_words, reach, source_seeds, word_seeds
 from contextmesh.knowledge.standing import live_contradictions
 from contextmesh.knowledge.text import content_stems, estimate_tokens, normalize
 
 if TYPE_CHECKING:
     # Types only: importing the graph module at run time would pull networkx into every ask.
     from contextmesh.core.graph import ContextGraph
-    from contextmesh.core.model import EdgeRecord
     from contextmesh.knowledge.pipeline import Chunk
     from contextmesh.knowledge.resolve import ResolutionRecord, Resolver
 
@@ -83,7 +84,6 @@ __all__ = [
 
 DEAD_END_REASONS = ("entity_unresolved", "no_typed_edge", "wrong_node_type", "pruned_too_early")
 ANSWER_TYPES = frozenset({"claim", "decision", "evidence"})
-_REVERSE_INTO = frozenset({"claim", "decision", "evidence"})
 DEFAULT_POLICY: tuple[str, ...] = (
     "mentions",
     "derived_from",
@@ -96,12 +96,7 @@ DEFAULT_POLICY: tuple[str, ...] = (
     "justified_by",
     "resolves_to",
 )
-_EDGE_COST = {"resolves_to": 0.3}
-_ASKED_EDGE_COST = 0.5
-_HUB_PENALTY = 0.15
-_WORD_SEEDS = 4
 _CONTEXT_WORDS = 2
-_CLOSENESS_POWER = 2.0
 
 
 @dataclass(frozen=True)
@@ -238,15 +233,6 @@ class FlatBaseline:
         return sum(estimate_tokens(self.chunks[key].text) for key in ranked[:k])
 
 
-@dataclass(frozen=True)
-class _Search:
-    """What the searches from one reading's seeds found."""
-
-    reached: dict[str, Reach]
-    blocked: dict[str, str]
-    seeds: list[str]
-
-
 class Walker:
     """Answers questions by walking the graph; keeps the walks for health and the dashboard."""
 
@@ -269,8 +255,7 @@ class Walker:
         self.weights = weights or Weights()
         self.walks: list[Walk] = []
         self._check_policy(self.settings.policy)
-        # A span's body is not in the graph: it comes with the corpus, through the flat baseline's chunks.
-        self._bodies = dict(bodies) if bodies is not None else (_bodies_of(flat) if flat is not None else {})
+        self._bodies = dict(bodies) if bodies is not None else None
         self._index: AnswerIndex | None = None
         self._words: tuple[tuple[int, int, int], dict[str, list[str]]] | None = None
 
@@ -303,7 +288,11 @@ class Walker:
 
     def _answer_index(self) -> AnswerIndex:
         if self._index is None or not self._index.fresh(self.graph):
-            self._index = AnswerIndex(self.graph, self._bodies, self.weights.headline)
+            # A claim carries its span's body in ``attrs["body"]`` when the build stored it; otherwise
+            # the body comes with the corpus, through the flat baseline's chunks — read now, not at
+            # construction, because a loaded session is handed its flat baseline afterwards.
+            bodies = self._bodies if self._bodies is not None else (_bodies_of(self.flat) if self.flat else {})
+            self._index = AnswerIndex(self.graph, bodies, self.weights.headline)
         return self._index
 
     def _walk(self, question: str, policy: frozenset[str]) -> Walk:
@@ -312,9 +301,8 @@ class Walker:
         resolved = list(dict.fromkeys(m.record.entity_id for m in mentions if m.record.entity_id))
         seeds = [s for s in resolved if s in self.graph]
         intent = read_intent(question)
-        ambiguous = ambiguous_acronyms(
-            self.resolver.canonical, self.resolver.aliases, mentions, dropped, (n.id for n in self.graph.by_type("entity"))
-        )
+        held = (n.id for n in self.graph.by_type("entity"))
+        ambiguous = ambiguous_acronyms(self.resolver.canonical, self.resolver.aliases, mentions, dropped, held)
         mention_stems = {token for m in mentions for token in normalize(m.record.mention).split()}
         mention_stems |= {token for s in seeds for token in normalize(self.graph.node(s).label).split()}
         terms = tuple(t for t in content_stems(question) if t not in mention_stems and t not in intent.cues)
@@ -322,7 +310,7 @@ class Walker:
             return self._ambiguous(walk, ambiguous, seeds, terms, intent, policy)
         named = bool(seeds)
         if not seeds:
-            seeds = self._word_seeds(terms) or self._source_seeds(terms)
+            seeds = word_seeds(self._entity_words(), terms) or source_seeds(self.graph, self._answer_index(), terms)
         if not seeds:
             walk.dead_end = self._unresolved(resolved, dropped)
             return walk
@@ -344,40 +332,11 @@ class Walker:
         tried = ", ".join(f"'{r.mention}'" for r in dropped) or "nothing"
         return DeadEnd("entity_unresolved", f"no mention resolved to a canonical entity: {tried}")
 
-    def _word_seeds(self, terms: tuple[str, ...]) -> list[str]:
-        """Entities whose name shares a word with the question, rarest word first: seeds for a walk no mention anchors."""
+    def _entity_words(self) -> dict[str, list[str]]:
         stamp = (id(self.graph), len(self.graph.nodes), len(self.graph.edges))
         if self._words is None or self._words[0] != stamp:
-            table: dict[str, list[str]] = {}
-            for node in self.graph.by_type("entity"):
-                for token in dict.fromkeys(content_stems(node.label)):
-                    table.setdefault(token, []).append(node.id)
-            self._words = (stamp, table)
-        table = self._words[1]
-        hits = sorted((len(table[t]), i, t) for i, t in enumerate(dict.fromkeys(terms)) if t in table and len(t) > 2)
-        seeds: list[str] = []
-        for _, _, token in hits:
-            for entity_id in table[token]:
-                if entity_id not in seeds and len(seeds) < _WORD_SEEDS:
-                    seeds.append(entity_id)
-        return seeds
-
-    def _source_seeds(self, terms: tuple[str, ...]) -> list[str]:
-        """The sources of the claims that match the question best: where a walk no name anchors enters.
-
-        The path then runs from the source to its claim — the answer's provenance — and the
-        confidence check still decides whether that claim answers.
-        """
-        index = self._answer_index()
-        if not self._known(index, terms):
-            return []
-        claims = [n.id for n in self.graph.by_type("claim")]
-        seeds: list[str] = []
-        for claim_id in index.bm25.top(terms, _WORD_SEEDS, claims):
-            for edge in self.graph.out_edges(claim_id, ("derived_from",)):
-                if self.graph.node(edge.dst).type == "source" and edge.dst not in seeds:
-                    seeds.append(edge.dst)
-        return seeds
+            self._words = (stamp, entity_words(self.graph))
+        return self._words[1]
 
     def _ambiguous(
         self,
@@ -417,7 +376,7 @@ class Walker:
         """
         index = self._answer_index()
         near = [step.node_id for step in walk.path[-2:] if step.node_type in ANSWER_TYPES | {"assumption"}]
-        return max((index.bm25.matched(n, terms) for n in near), default=0) >= _CONTEXT_WORDS
+        return max((index.matched(n, terms) for n in near), default=0) >= _CONTEXT_WORDS
 
     def _settle(
         self,
@@ -430,8 +389,15 @@ class Walker:
         tried: str = "",
     ) -> None:
         """Search from ``seeds``, rank what was reached, and answer or dead-end on ``walk``."""
-        found = self._reach(seeds, policy, intent)
-        answer_types = ANSWER_TYPES | ({"assumption"} if intent.node_type == "assumption" else set())
+        found = reach(
+            self.graph,
+            seeds,
+            policy,
+            intent.edges,
+            hop_budget=self.settings.hop_budget,
+            max_expand=self.settings.max_expand,
+        )
+        answer_types = frozenset(ANSWER_TYPES | ({"assumption"} if intent.node_type == "assumption" else set()))
         index = self._answer_index()
         ranked = rank(
             self.graph,
@@ -440,76 +406,28 @@ class Walker:
             terms=terms,
             seeds=len(seeds) if named else 0,
             intent=intent,
-            answer_types=frozenset(answer_types),
+            answer_types=answer_types,
             weights=self.weights,
         )
-        if not ranked:
-            walk.dead_end = self._why_no_candidate(seeds, found.reached, found.blocked)
-            return
-        best = ranked[0] if ranked[0].fallen is None else None
+        verdict: Verdict | None = None
+        best = ranked[0] if ranked and ranked[0].fallen is None else None
         strict = [e for e in intent.edges if e in STRICT_RELATIONS]
-        if strict:
+        if not ranked:
+            verdict = no_candidate(self.graph, seeds, found.reached, found.blocked)
+        elif strict:
             # The question asks across a relation: only an answer across it will do.
-            crossing = [c for c in ranked if c.fallen is None and self._crosses(c, intent)]
-            if not crossing or crossing[0].confidence < THRESHOLD:
-                walk.dead_end = self._no_relation(strict, ranked, crossing)
-                return
-            best = crossing[0]
-        if best is None or best.confidence < THRESHOLD:
-            walk.dead_end = self._doubt(best, ranked, found, named, terms, index, tried)
+            best = next((c for c in ranked if c.fallen is None and c.crossed), None)
+            if best is None or not sure(best.confidence):
+                verdict = no_relation(self.graph, strict, ranked)
+        if verdict is None and (best is None or not sure(best.confidence)):
+            verdict = doubt(
+                self.graph, index, ranked, found, named=named, terms=terms, tried=tried, answer_types=answer_types
+            )
+        if verdict is not None:
+            walk.dead_end = DeadEnd(verdict[0], verdict[1], rejected=verdict[2])
             return
+        assert best is not None
         self._fill(walk, best)
-
-    def _known(self, index: AnswerIndex, terms: tuple[str, ...]) -> bool:
-        return any(index.bm25.idf(t) > 0.0 for t in terms)
-
-    def _no_relation(self, strict: list[str], ranked: list[Candidate], crossing: list[Candidate]) -> DeadEnd:
-        """The dead end of a question asking across a relation that nothing it describes has."""
-        edges = "/".join(strict)
-        described = next((c for c in ranked if c.fallen is None), ranked[0])
-        detail = f"the question asks across {edges}; no live {edges} edge leaves what it describes"
-        detail += f" (best match: {self._describe(described.anchor or described.node_id)}"
-        if crossing:
-            detail += f"; best across {edges}: {self._describe(crossing[0].node_id)}, confidence "
-            detail += f"{crossing[0].confidence:.2f} < {THRESHOLD:.2f}"
-        return DeadEnd("no_typed_edge", detail + ")", rejected=self.graph.node(described.node_id).label)
-
-    def _crosses(self, candidate: Candidate, intent: Intent) -> bool:
-        return bool(candidate.trail) and self.graph.edge(candidate.trail[-1][0]).type in intent.edges
-
-    def _doubt(
-        self,
-        best: Candidate | None,
-        ranked: list[Candidate],
-        found: _Search,
-        named: bool,
-        terms: tuple[str, ...],
-        index: AnswerIndex,
-        tried: str,
-    ) -> DeadEnd:
-        """The dead end of a walk whose best live candidate is below the confidence threshold."""
-        fallen = [(self._describe(c.node_id), c.confidence, c.fallen or "") for c in ranked if c.fallen is not None]
-        fallen += [(why, index.coverage(node_id, terms), "pruned or invalidated") for node_id, why in found.blocked.items()]
-        top_fallen = max(fallen, key=lambda f: f[1]) if fallen else None
-        off = [
-            (self._describe(n), index.coverage(n, terms))
-            for n in found.reached
-            if self.graph.node(n).type in {"source", "entity"} and n not in found.seeds
-        ]
-        top_off = max(off, key=lambda f: f[1]) if off and terms else None
-        reason, detail = low_confidence(
-            best=None if best is None else (self._describe(best.node_id), best.confidence),
-            fallen=top_fallen,
-            named_entities=named,
-            tried=tried,
-            off_type=top_off,
-            reached=sum(1 for n in found.reached if self.graph.node(n).type in ANSWER_TYPES),
-        )
-        return DeadEnd(reason, detail, rejected=None if best is None else self.graph.node(best.node_id).label)
-
-    def _describe(self, node_id: str) -> str:
-        node = self.graph.node(node_id)
-        return f"{node.type} '{node.label}'"
 
     def _fill(self, walk: Walk, best: Candidate) -> None:
         walk.answer_id = best.node_id
@@ -520,84 +438,6 @@ class Walker:
         walk.justification = self._justify(best.node_id)
         walk.notes = live_contradictions(self.graph, best.node_id)
         walk.tokens = sum(estimate_tokens(step.label) for step in walk.path)
-
-    def _reach(self, seeds: list[str], policy: frozenset[str], intent: Intent) -> _Search:
-        """Search from every seed; keep each node's cheapest path and how many seeds sit next to it."""
-        best: dict[str, tuple[float, int, int, Trail]] = {}
-        near: dict[str, float] = {}
-        blocked: dict[str, str] = {}
-        costs = {**_EDGE_COST, **dict.fromkeys(intent.edges, _ASKED_EDGE_COST)}
-        for seed in seeds:
-            for node_id, entry in self._search(seed, policy, blocked, costs).items():
-                if node_id not in best or entry[:3] < best[node_id][:3]:
-                    best[node_id] = entry
-                near[node_id] = near.get(node_id, 0.0) + 1.0 / max(1, entry[1]) ** _CLOSENESS_POWER
-        reached = {n: Reach(e[1], e[3], near.get(n, 0)) for n, e in best.items()}
-        return _Search(reached, blocked, seeds)
-
-    def _search(
-        self, seed: str, policy: frozenset[str], blocked: dict[str, str], costs: Mapping[str, float]
-    ) -> dict[str, tuple[float, int, int, Trail]]:
-        # Plain tuples on the heap (cost, hops, counter, node, trail): comparing them is far cheaper
-        # than comparing dataclasses, and the counter keeps ties in discovery order.
-        counter = 0
-        frontier: list[tuple[float, int, int, str, Trail]] = [(0.0, 0, 0, seed, ())]
-        settled: dict[str, tuple[float, int, int, Trail]] = {}
-        budget, cap = self.settings.hop_budget, self.settings.max_expand
-        while frontier and len(settled) < cap:
-            cost, hops, order, node_id, trail = heapq.heappop(frontier)
-            if node_id in settled:
-                continue
-            settled[node_id] = (cost, hops, order, trail)
-            if hops >= budget:
-                continue
-            for edge, other, forward in self._neighbours(node_id, policy, blocked):
-                if other in settled:
-                    continue
-                counter += 1
-                step = costs.get(edge.type, 1.0) + _HUB_PENALTY * self._hub(other)
-                heapq.heappush(frontier, (cost + step, hops + 1, counter, other, (*trail, (edge.id, other, forward))))
-        return settled
-
-    def _hub(self, node_id: str) -> float:
-        # Not cached: degrees grow with every write, and a long-lived walker must answer exactly as
-        # a freshly loaded one would.
-        return math.log1p(self.graph.degree(node_id))
-
-    def _neighbours(
-        self, node_id: str, policy: frozenset[str], blocked: dict[str, str]
-    ) -> list[tuple[EdgeRecord, str, bool]]:
-        out: list[tuple[EdgeRecord, str, bool]] = []
-        for edge in self.graph.out_edges(node_id, policy, live_only=False):
-            if self._usable(edge, edge.dst, blocked):
-                out.append((edge, edge.dst, True))
-        for edge in self.graph.in_edges(node_id, policy, live_only=False):
-            if self.graph.node(edge.src).type in _REVERSE_INTO and self._usable(edge, edge.src, blocked):
-                out.append((edge, edge.src, False))
-        return out
-
-    def _usable(self, edge: EdgeRecord, other: str, blocked: dict[str, str]) -> bool:
-        node = self.graph.node(other)
-        if node.live and edge.live:
-            return True
-        if node.type in ANSWER_TYPES:
-            why = "pruned" if node.pruned else "invalidated"
-            blocked.setdefault(other, f"{node.type} '{node.label}' ({why})")
-        return False
-
-    def _why_no_candidate(self, seeds: list[str], reached: Mapping[str, Reach], blocked: dict[str, str]) -> DeadEnd:
-        labels = ", ".join(f"'{self.graph.node(s).label}'" for s in seeds)
-        if blocked:
-            first = next(iter(blocked.values()))
-            return DeadEnd(
-                "pruned_too_early",
-                f"from {labels} the walk needed {first}, which is no longer walkable ({len(blocked)} such node(s))",
-            )
-        if set(reached) <= set(seeds):
-            return DeadEnd("no_typed_edge", f"no live edge of the policy's types leaves {labels}")
-        kinds = Counter(self.graph.node(n).type for n in reached)
-        found = ", ".join(f"{n} {t}" for t, n in sorted(kinds.items()))
-        return DeadEnd("wrong_node_type", f"from {labels} the walk reached only {found}; none is a claim or decision")
 
     def _steps(self, node_id: str, trail: Trail) -> list[Step]:
         steps = [self._step(node_id if not trail else self._origin(trail))]
