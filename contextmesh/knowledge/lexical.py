@@ -140,9 +140,12 @@ class Bm25:
         return self._ideal_tf * sum(self._idf.get(term, self._unseen) for term in dict.fromkeys(query))
 
     def coverage(self, key: str, query: Sequence[str]) -> float:
-        """:meth:`score` over :meth:`ideal`: about 1 when the document holds all of the query."""
+        """:meth:`score` over :meth:`ideal`, at most 1: the share of the query the document holds.
+
+        Capped because repeating a word is not holding more of the question.
+        """
         ideal = self.ideal(query)
-        return self.score(key, query) / ideal if ideal > 0.0 else 0.0
+        return min(1.0, self.score(key, query) / ideal) if ideal > 0.0 else 0.0
 
     def top(self, query: Sequence[str], k: int, keys: Iterable[str] | None = None) -> list[str]:
         """The ``k`` best keys by score (ties in index order), over ``keys`` or every document."""
