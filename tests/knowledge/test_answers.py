@@ -41,9 +41,7 @@ class Notes:
 
     def claim(self, text: str, *mentions: NodeRecord, body: str = "") -> NodeRecord:
         key = f"span-{len(self.bodies) + 1}"
-        node = self.graph.add_node(
-            "claim", text, attrs={"key": key}, provenance=Provenance(source_id=self.source.id)
-        )
+        node = self.graph.add_node("claim", text, attrs={"key": key}, provenance=Provenance(source_id=self.source.id))
         self.bodies[key] = f"{text} {body}".strip()
         self.graph.add_edge(node.id, "derived_from", self.source.id)
         for entity in mentions:
@@ -66,9 +64,8 @@ def test_a_fact_only_a_span_body_holds_answers_from_that_span() -> None:
     notes = Notes()
     loader = notes.entity("Bulk Loader")
     notes.claim("The Bulk Loader writes staging tables each night.", loader, body="It runs at midnight.")
-    unlogged = notes.claim(
-        "The Bulk Loader skips the write-ahead log.", loader, body="Marking the tables UNLOGGED cut the load by 40 percent."
-    )
+    body = "Marking the tables UNLOGGED cut the load by 40 percent."
+    unlogged = notes.claim("The Bulk Loader skips the write-ahead log.", loader, body=body)
     notes.claim("The Bulk Loader is owned by the data team.", loader)
     answer, dead = _ask(notes, "By how much did UNLOGGED tables cut the Bulk Loader's load time?")
     assert dead is None
