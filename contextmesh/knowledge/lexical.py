@@ -3,8 +3,10 @@
 A walk's candidates are few (tens to hundreds), but the weight of a word — how much it tells
 apart — is a property of the whole collection, so :class:`Bm25` indexes every document once and
 scores any subset of them against a query. The field weighting is BM25F-style: a term in the
-headline counts :data:`HEADLINE_WEIGHT` times, a term in the body once, and the length
-normalisation uses the weighted length, so a long body cannot drown a short headline.
+headline counts :data:`HEADLINE_WEIGHT` times, a term in the body once, a term of the *context*
+(text that is some other document's headline: a neighbouring sentence) :data:`CONTEXT_WEIGHT`
+times, and the length normalisation uses the weighted length, so a long body cannot drown a
+short headline.
 
 :meth:`Bm25.coverage` is the calibrated form a walk scores with: a document's BM25 score divided
 by the score an ideal document would get (every query term once, at average length), so it reads
@@ -29,11 +31,12 @@ from dataclasses import dataclass
 
 from contextmesh.knowledge.text import content_stems
 
-__all__ = ["HEADLINE_WEIGHT", "K1", "B", "Bm25", "LexicalDocument", "fold", "terms_of"]
+__all__ = ["CONTEXT_WEIGHT", "HEADLINE_WEIGHT", "K1", "B", "Bm25", "LexicalDocument", "fold", "terms_of"]
 
 K1 = 1.2
 B = 0.75
 HEADLINE_WEIGHT = 2.0
+CONTEXT_WEIGHT = 0.3
 
 
 _SUFFIXES = ("ing", "ed", "ly", "es", "e", "s")
@@ -66,6 +69,7 @@ class LexicalDocument:
     key: str
     headline: tuple[str, ...]
     body: tuple[str, ...] = ()
+    context: tuple[str, ...] = ()
 
 
 class Bm25:
@@ -78,6 +82,7 @@ class Bm25:
         k1: float = K1,
         b: float = B,
         headline_weight: float = HEADLINE_WEIGHT,
+        context_weight: float = CONTEXT_WEIGHT,
     ) -> None:
         self.k1 = k1
         self.b = b
@@ -91,8 +96,12 @@ class Bm25:
                 counts[term] = counts.get(term, 0.0) + headline_weight
             for term in document.body:
                 counts[term] = counts.get(term, 0.0) + 1.0
+            for term in document.context:
+                counts[term] = counts.get(term, 0.0) + context_weight
             self._tf[document.key] = counts
-            self._length[document.key] = headline_weight * len(document.headline) + len(document.body)
+            self._length[document.key] = (
+                headline_weight * len(document.headline) + len(document.body) + context_weight * len(document.context)
+            )
             for term in counts:
                 frequency[term] = frequency.get(term, 0) + 1
         count = len(self._tf)

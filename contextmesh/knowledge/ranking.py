@@ -42,7 +42,7 @@ from contextmesh.knowledge.standing import fallen
 
 if TYPE_CHECKING:
     from contextmesh.core.graph import ContextGraph
-    from contextmesh.core.model import EdgeRecord
+    from contextmesh.core.model import EdgeRecord, NodeRecord
 
 __all__ = ["INDEXED_TYPES", "AnswerIndex", "Candidate", "Reach", "Trail", "Weights", "rank"]
 
@@ -58,6 +58,7 @@ class Weights:
 
     entity_terms: float = 1.0
     headline: float = 2.0
+    context: float = 0.3
     intent: float = 0.4
     node_type: float = 0.4
     other_end: float = 0.2
@@ -99,25 +100,31 @@ class Candidate:
 class AnswerIndex:
     """BM25F over every indexed node of a graph: label as headline, span body or rationale as body."""
 
-    def __init__(self, graph: ContextGraph, bodies: Mapping[str, str], headline_weight: float = 2.0) -> None:
+    def __init__(
+        self,
+        graph: ContextGraph,
+        bodies: Mapping[str, str],
+        headline_weight: float = 2.0,
+        context_weight: float = 0.3,
+    ) -> None:
         self.stamp = _stamp(graph)
         documents = []
+        siblings: dict[str, list[str]] = {}  # source → labels of the claims made from it
+        for node in graph.by_type("claim", live_only=False):
+            if node.provenance is not None:
+                siblings.setdefault(node.provenance.source_id, []).append(node.label)
         for node in graph:
             if node.type not in INDEXED_TYPES:
                 continue
-            body = ""
-            if node.type == "claim":
-                stored = node.attrs.get("body")
-                body = stored if isinstance(stored, str) else bodies.get(str(node.attrs.get("key")), "")
-                if body.startswith(node.label):  # a flat chunk is headline + body: index the body once
-                    body = body[len(node.label) :]
-            elif node.type == "decision":
-                body = str(node.attrs.get("rationale") or "")
-            if node.provenance is not None and node.provenance.source_id in graph:
+            body, context = _body(node, bodies), ""
+            source = node.provenance.source_id if node.provenance is not None else None
+            if node.type == "claim" and source is not None:
+                body, context = _own_words(node.label, body, siblings.get(source, ()))
+            if source is not None and source in graph:
                 # Where a statement comes from is part of what it says ("the growth report says…").
-                body = f"{body} {graph.node(node.provenance.source_id).label}"
-            documents.append(LexicalDocument(node.id, terms_of(node.label), terms_of(body)))
-        self.bm25 = Bm25(documents, headline_weight=headline_weight)
+                body = f"{body} {graph.node(source).label}"
+            documents.append(LexicalDocument(node.id, terms_of(node.label), terms_of(body), terms_of(context)))
+        self.bm25 = Bm25(documents, headline_weight=headline_weight, context_weight=context_weight)
         self._folded: dict[tuple[str, ...], tuple[str, ...]] = {}
 
     def fresh(self, graph: ContextGraph) -> bool:
@@ -138,6 +145,31 @@ class AnswerIndex:
     def matched(self, node_id: str, stems: tuple[str, ...]) -> int:
         """How many of the question's distinct stems the node holds."""
         return self.bm25.matched(node_id, self.terms(stems))
+
+
+def _body(node: NodeRecord, bodies: Mapping[str, str]) -> str:
+    """A claim's span body (stored on it, or from the corpus), a decision's rationale; else nothing."""
+    if node.type == "decision":
+        return str(node.attrs.get("rationale") or "")
+    if node.type != "claim":
+        return ""
+    stored = node.attrs.get("body")
+    body = stored if isinstance(stored, str) else bodies.get(str(node.attrs.get("key")), "")
+    return body[len(node.label) :] if body.startswith(node.label) else body  # a flat chunk is headline + body
+
+
+def _own_words(label: str, body: str, siblings: Iterable[str]) -> tuple[str, str]:
+    """Split a claim's body into its own words and context: the sentences that are other claims' headlines.
+
+    When every sentence of a paragraph is a claim, a claim's body is its neighbours; their words are
+    evidence for them first, and only context for this one.
+    """
+    context = []
+    for other in siblings:
+        if other != label and other in body:
+            body = body.replace(other, " ", 1)
+            context.append(other)
+    return body, " ".join(context)
 
 
 def _stamp(graph: ContextGraph) -> tuple[int, int, int]:

@@ -292,7 +292,7 @@ class Walker:
             # the body comes with the corpus, through the flat baseline's chunks — read now, not at
             # construction, because a loaded session is handed its flat baseline afterwards.
             bodies = self._bodies if self._bodies is not None else (_bodies_of(self.flat) if self.flat else {})
-            self._index = AnswerIndex(self.graph, bodies, self.weights.headline)
+            self._index = AnswerIndex(self.graph, bodies, self.weights.headline, self.weights.context)
         return self._index
 
     def _walk(self, question: str, policy: frozenset[str]) -> Walk:
