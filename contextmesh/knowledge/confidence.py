@@ -29,7 +29,7 @@ unless the context makes one reading clearly better (:data:`READING_MARGIN`).
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from contextmesh.knowledge.ranking import AnswerIndex, Candidate, Reach
@@ -47,6 +47,7 @@ __all__ = [
     "Verdict",
     "ambiguous_acronyms",
     "doubt",
+    "initials_index",
     "low_confidence",
     "no_candidate",
     "no_relation",
@@ -74,37 +75,46 @@ def _is_acronym(surface: str) -> bool:
     return len(words(surface)) == 1 and 2 <= len(surface) <= 6 and surface.isupper() and surface.isalnum()
 
 
-def _initials(name: str) -> tuple[str, str | None]:
+def _initials(name: str) -> tuple[str, str]:
     tokens = normalize(name).split()
     whole = "".join(token[0] for token in tokens if token)
-    tail = "".join(token[0] for token in tokens[1:] if token) if len(tokens) >= 3 else None
+    tail = "".join(token[0] for token in tokens[1:] if token) if len(tokens) >= 3 else ""
     return whole, tail
 
 
+def initials_index(canonical: Mapping[str, str]) -> dict[str, list[str]]:
+    """Initials (of the whole name, and of the name without its first word) → entity ids, in registration order."""
+    index: dict[str, list[str]] = {}
+    for entity_id, name in canonical.items():
+        for letters in dict.fromkeys(_initials(name)):
+            if letters:
+                index.setdefault(letters, []).append(entity_id)
+    return index
+
+
 def ambiguous_acronyms(
-    canonical: Mapping[str, str],
+    by_initials: Mapping[str, list[str]],
     aliases: Mapping[str, str],
     mentions: Sequence[Mention],
     dropped: Sequence[ResolutionRecord],
-    holds: Iterable[str],
+    holds: Callable[[str], bool],
 ) -> list[tuple[str, list[str]]]:
-    """(surface, entity ids) for every acronym in the question that could mean two or more held entities."""
-    held = set(holds)
+    """(surface, entity ids) for every acronym in the question that could mean two or more entities ``holds``.
+
+    ``by_initials`` is :func:`initials_index` of the resolver's canonical names.
+    """
     surfaces = [(m.record.mention, m.record.entity_id) for m in mentions]
     surfaces.extend((r.mention, None) for r in dropped)
     found: list[tuple[str, list[str]]] = []
     for surface, resolved in surfaces:
         if not _is_acronym(surface):
             continue
-        letters = surface.lower()
         meanings: list[str] = [resolved] if resolved else []
         owner = aliases.get(normalize(surface))
         if owner is not None and owner not in meanings:
             meanings.append(owner)
-        for entity_id, name in canonical.items():
-            if entity_id not in meanings and letters in _initials(name):
-                meanings.append(entity_id)
-        meanings = [m for m in meanings if m in held]
+        meanings.extend(e for e in by_initials.get(surface.lower(), ()) if e not in meanings)
+        meanings = [m for m in meanings if holds(m)]
         if len(meanings) > 1:
             found.append((surface, meanings))
     return found

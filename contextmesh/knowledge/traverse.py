@@ -53,6 +53,7 @@ from contextmesh.knowledge.confidence import (
     Verdict,
     ambiguous_acronyms,
     doubt,
+    initials_index,
     no_candidate,
     no_relation,
     sure,
@@ -258,6 +259,7 @@ class Walker:
         self._bodies = dict(bodies) if bodies is not None else None
         self._index: AnswerIndex | None = None
         self._words: tuple[tuple[int, int, int], dict[str, list[str]]] | None = None
+        self._by_initials: tuple[tuple[int, int], dict[str, list[str]]] | None = None
 
     # -- the walk -------------------------------------------------------------------------
 
@@ -301,8 +303,7 @@ class Walker:
         resolved = list(dict.fromkeys(m.record.entity_id for m in mentions if m.record.entity_id))
         seeds = [s for s in resolved if s in self.graph]
         intent = read_intent(question)
-        held = (n.id for n in self.graph.by_type("entity"))
-        ambiguous = ambiguous_acronyms(self.resolver.canonical, self.resolver.aliases, mentions, dropped, held)
+        ambiguous = ambiguous_acronyms(self._initials(), self.resolver.aliases, mentions, dropped, self._holds)
         mention_stems = {token for m in mentions for token in normalize(m.record.mention).split()}
         mention_stems |= {token for s in seeds for token in normalize(self.graph.node(s).label).split()}
         terms = tuple(t for t in content_stems(question) if t not in mention_stems and t not in intent.cues)
@@ -324,6 +325,16 @@ class Walker:
         tried = ", ".join(f"'{r.mention}'" for r in dropped) or "nothing"
         self._settle(walk, live_seeds, named, terms, intent, policy, tried)
         return walk
+
+    def _initials(self) -> dict[str, list[str]]:
+        # The resolver only ever adds canonical names, so their count says whether the index is current.
+        stamp = (id(self.resolver), len(self.resolver.canonical))
+        if self._by_initials is None or self._by_initials[0] != stamp:
+            self._by_initials = (stamp, initials_index(self.resolver.canonical))
+        return self._by_initials[1]
+
+    def _holds(self, entity_id: str) -> bool:
+        return entity_id in self.graph and self.graph.node(entity_id).type == "entity"
 
     def _unresolved(self, resolved: list[str], dropped: list[ResolutionRecord]) -> DeadEnd:
         if resolved:
