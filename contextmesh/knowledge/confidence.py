@@ -2,7 +2,7 @@
 
 A walk answers only when its best live candidate's confidence (:mod:`~contextmesh.knowledge.ranking`)
 is at least :data:`THRESHOLD`. Below it, the walk dead-ends with the one of the four named dead
-ends that fits, tried in this order (``docs/adr/0009-walk-ranking-and-confidence.md``):
+ends that fits, tried in this order (``docs/adr/0014-walk-ranking-and-confidence.md``):
 
 1. ``pruned_too_early`` — something that would have answered (confidence at or above the
    threshold) has fallen: pruned, invalidated, superseded, contradicted by live evidence or

@@ -12,7 +12,7 @@ short headline.
 by the score an ideal document would get (every query term once, at average length), so it reads
 as "the share of the question's information this text holds", comparable across questions.
 
-Why our own and not ``bm25s``: see ``docs/adr/0008-lexical-evidence.md`` (the core stays free of
+Why our own and not ``bm25s``: see ``docs/adr/0013-lexical-evidence.md`` (the core stays free of
 numpy and scipy; on the question sets the two rank the same spans).
 
 Invariants:

@@ -10,7 +10,7 @@ so the path a walk shows is the path it scored. Two kinds of candidate:
   stands across the relation from it ("what replaced X?" describes X and asks for its successor).
 
 The score, with the weights of :class:`Weights` (calibrated on the development questions,
-``docs/adr/0008-lexical-evidence.md`` and ``0009-walk-ranking-and-confidence.md``):
+``docs/adr/0013-lexical-evidence.md`` and ``0014-walk-ranking-and-confidence.md``):
 
 * ``lexical`` × BM25F coverage (headline and body) of the question's residual stems — what it
   says beyond the entities it names and the relation cues — by the node (direct) or by the anchor
@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from contextmesh.knowledge.intent import Intent
@@ -48,6 +48,8 @@ __all__ = ["INDEXED_TYPES", "AnswerIndex", "Candidate", "Reach", "Trail", "Weigh
 
 Trail = tuple[tuple[str, str, bool], ...]  # (edge id, node id, forward) from the seed
 INDEXED_TYPES = ("claim", "decision", "assumption", "evidence", "source", "entity")
+_ANCHORS = 32
+_EXAMINED = 8
 _ANCHOR_TYPES = frozenset({"claim", "decision", "assumption", "evidence"})
 _CAUSAL = re.compile(r"\b(because|since|so|due to|as a result|caused|causes)\b", re.IGNORECASE)
 
@@ -202,7 +204,7 @@ def rank(
     distinct = len(dict.fromkeys(index.terms(terms)))
     # The question's information is its residual words and its entities: each entity counts as
     # ``entity_terms`` words, so the mix says how much of the question each part carries. (Weighing
-    # words by idf instead was tried and lost on the development questions: ADR 0009.)
+    # words by idf instead was tried and lost on the development questions: ADR 0014.)
     share_of_words = distinct / (distinct + weights.entity_terms * seeds) if distinct or seeds else 0.0
 
     def base(node_id: str) -> tuple[float, float]:
@@ -223,14 +225,36 @@ def rank(
         if reach.trail and intent.direction_fits(answer_is_source=not reach.trail[-1][2]):
             last = graph.edge(reach.trail[-1][0]).type
         score += _shape(graph, node_id, last, reach.hops, question, weights)
-        # A question about what held before may be answered by what no longer stands.
-        gone = None if intent.past else fallen(graph, node_id)
         crossed = last is not None and last in intent.edges
-        out.append(Candidate(node_id, reach.trail, score, confidence, None, gone, crossed))
+        out.append(Candidate(node_id, reach.trail, score, confidence, None, None, crossed))
     if intent.relational:
         out.extend(_across(graph, reached, question, weights, base))
+    out.sort(key=lambda c: (-c.score, c.hops, graph.seq(c.node_id)))
+    if not intent.past:  # a question about what held before may be answered by what no longer stands
+        out = _mark_fallen(graph, out)
     out.sort(key=lambda c: (c.fallen is not None, -c.score, c.hops, graph.seq(c.node_id)))
     return out
+
+
+def _mark_fallen(graph: ContextGraph, ranked: list[Candidate]) -> list[Candidate]:
+    """Mark, best first, the direct candidates that no longer stand, until enough standing ones are found.
+
+    Whether a node stands costs edge lookups; only the head of the ranking can be the answer or the
+    fallen node a dead end names, so the tail is left unexamined (and ranks as it stands).
+    """
+    marked: list[Candidate] = []
+    standing = crossed = 0
+    for index, candidate in enumerate(ranked):
+        if standing >= _EXAMINED and crossed >= 1:
+            return marked + ranked[index:]
+        why = fallen(graph, candidate.node_id) if candidate.anchor is None else None
+        if why is not None:
+            candidate = replace(candidate, fallen=why)
+        else:
+            standing += 1
+            crossed += candidate.crossed
+        marked.append(candidate)
+    return marked
 
 
 def _shape(
@@ -256,9 +280,11 @@ def _across(
     base: Callable[[str], tuple[float, float]],
 ) -> Iterable[Candidate]:
     """Candidates one edge of an asked-for relation away from a reached anchor, the anchor's path extended."""
-    for anchor_id, reach in reached.items():
-        if graph.node(anchor_id).type not in _ANCHOR_TYPES:
-            continue
+    anchors = [n for n in reached if graph.node(n).type in _ANCHOR_TYPES]
+    # Only an anchor that matches the question can lift what stands across from it.
+    anchors = sorted(anchors, key=lambda n: (-base(n)[0], graph.seq(n)))[:_ANCHORS]
+    for anchor_id in anchors:
+        reach = reached[anchor_id]
         anchor_score, confidence = base(anchor_id)
         on_path = {step[1] for step in reach.trail}
         on_path.add(anchor_id)
