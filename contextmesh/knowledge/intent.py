@@ -22,7 +22,8 @@ from contextmesh.knowledge.text import content_stems
 
 __all__ = ["Intent", "read_intent"]
 
-# (pattern, edge types it asks across). Patterns run over the lower-cased question.
+# (pattern, edge types it asks across). Patterns run over the lower-cased question. A "~" marks an
+# edge that points the other way from the verb: "X is supported by C" is stored as X derived_from C.
 _RELATIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
     (
         r"\b(replac(e|ed|es|ing)|supersed(e|ed|es|ing)|took over from|instead of|newer|succeed(ed|s)?)\b",
@@ -43,9 +44,9 @@ _RELATIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
     (r"\b(produc(e|ed|es|ing)|brought\b.*\binto being|creat(e|ed|es)|gave rise to|introduc(e|ed|es))\b", ("produces",)),
     (
         r"\b(support(s|ed|ing)?|back(s|ed)? up|argu(e|es|ed) for|in favour of|in favor of)\b",
-        ("supports", "derived_from"),
+        ("supports", "~derived_from"),
     ),
-    (r"\b(justif(y|ies|ied)|stands? behind|warrant(s|ed)?)\b", ("justified_by", "supports")),
+    (r"\b(justif(y|ies|ied)|stands? behind|warrant(s|ed)?)\b", ("~justified_by", "supports")),
     (r"\b(taken from|derived from|comes? from|behind the|in the document|the document)\b", ("derived_from",)),
 )
 _TYPES: tuple[tuple[str, str], ...] = (
@@ -79,10 +80,14 @@ class Intent:
     past: bool = False
     cues: frozenset[str] = frozenset()
     asks_for_source: bool | None = None
+    inverted: frozenset[str] = frozenset()
 
-    def direction_fits(self, answer_is_source: bool) -> bool:
+    def direction_fits(self, edge_type: str, answer_is_source: bool) -> bool:
         """True unless the wording says which end of the relation it wants and this is the other end."""
-        return self.asks_for_source is None or self.asks_for_source == answer_is_source
+        if self.asks_for_source is None:
+            return True
+        wanted = self.asks_for_source != (edge_type in self.inverted)
+        return wanted == answer_is_source
 
     @property
     def relational(self) -> bool:
@@ -94,13 +99,25 @@ def read_intent(question: str) -> Intent:
     """The :class:`Intent` of ``question`` (see the module docstring)."""
     text = question.lower()
     edges: list[str] = []
+    inverted: set[str] = set()
     for pattern, types in _RELATIONS:
         if re.search(pattern, text):
-            edges.extend(t for t in types if t not in edges)
+            for marked in types:
+                name = marked.lstrip("~")
+                if name not in edges:
+                    edges.append(name)
+                    if marked.startswith("~"):
+                        inverted.add(name)
     node_type = next((kind for pattern, kind in _TYPES if re.search(pattern, text)), None)
     cues = frozenset(stem for stem in content_stems(question) if stem in _CUES)
     return Intent(
-        tuple(edges), node_type, bool(_WHY.search(question)), bool(_PAST.search(text)), cues, _asks_for_source(text)
+        tuple(edges),
+        node_type,
+        bool(_WHY.search(question)),
+        bool(_PAST.search(text)),
+        cues,
+        _asks_for_source(text),
+        frozenset(inverted),
     )
 
 

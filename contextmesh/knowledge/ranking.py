@@ -222,8 +222,9 @@ def rank(
             continue
         score, confidence = base(node_id)
         last = None
-        if reach.trail and intent.direction_fits(answer_is_source=not reach.trail[-1][2]):
-            last = graph.edge(reach.trail[-1][0]).type
+        if reach.trail:
+            last_type = graph.edge(reach.trail[-1][0]).type
+            last = last_type if intent.direction_fits(last_type, answer_is_source=not reach.trail[-1][2]) else None
         score += _shape(graph, node_id, last, reach.hops, question, weights)
         crossed = last is not None and last in intent.edges
         out.append(Candidate(node_id, reach.trail, score, confidence, None, None, crossed))
@@ -249,10 +250,10 @@ def _mark_fallen(graph: ContextGraph, ranked: list[Candidate]) -> list[Candidate
             return marked + ranked[index:]
         why = fallen(graph, candidate.node_id) if candidate.anchor is None else None
         if why is not None:
-            candidate = replace(candidate, fallen=why)
-        else:
-            standing += 1
-            crossed += candidate.crossed
+            marked.append(replace(candidate, fallen=why))
+            continue
+        standing += 1
+        crossed += candidate.crossed
         marked.append(candidate)
     return marked
 
@@ -293,7 +294,7 @@ def _across(
             other = edge.dst if forward else edge.src
             if other in on_path or graph.node(other).type not in question.answer_types:
                 continue
-            if not question.intent.direction_fits(answer_is_source=not forward):
+            if not question.intent.direction_fits(edge.type, answer_is_source=not forward):
                 continue
             own, own_confidence = base(other) if other in reached else (0.0, 0.0)
             score = anchor_score + weights.other_end * own
