@@ -81,6 +81,14 @@ def test_the_relation_and_the_end_a_question_asks_for(question: str, edge: str, 
     assert intent.asks_for_source is wants_source
 
 
+def test_an_edge_stored_against_the_verb_is_matched_the_other_way_round() -> None:
+    intent = read_intent("Which claims support rebuilding the index in partitions?")
+    assert intent.asks_for_source is True
+    assert intent.direction_fits("supports", answer_is_source=True)  # claim -supports-> decision
+    assert intent.direction_fits("derived_from", answer_is_source=False)  # decision -derived_from-> claim
+    assert not intent.direction_fits("derived_from", answer_is_source=True)
+
+
 def test_cue_words_are_not_lexical_evidence_and_plain_questions_name_no_relation() -> None:
     intent = read_intent("Which decision superseded keying shards?")
     assert intent.node_type == "decision"
