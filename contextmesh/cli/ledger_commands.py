@@ -4,7 +4,9 @@
   entry, named by its sequence number or its digest, against the newest generation's checkpoint;
   ``--json`` prints the bundle itself, the file ``tools/verify_ledger_proofs.py`` checks.
 * ``ledger consistency OLD NEW --session DIR`` — the consistency bundle between the checkpoints of two
-  generations the directory still holds (it keeps its newest two).
+  generations the directory still holds (it keeps its newest two); ``ledger consistency --since FILE
+  --session DIR`` — from a checkpoint the caller kept (a bundle it was given, or a note) to the newest
+  generation's, refused when the ledger does not extend it (rewritten or rolled back since).
 * ``ledger verify --session DIR [--trusted-key FILE]…`` — the session loads whole as a reader that pins
   those keys (``session-v4.md`` S41–S51); ``ledger verify --bundle FILE --trusted-key FILE…`` — a
   bundle verifies against a pinned key (the reference reader, ``verify_bundle``).
@@ -61,8 +63,14 @@ def register(commands: argparse._SubParsersAction[Any]) -> None:
     prove_parser = actions.add_parser("prove", help="the inclusion proof bundle of one ledger entry")
     prove_parser.add_argument("entry", type=LedgerEntry(), metavar="ENTRY", help="an entry's seq (1, 2, …) or digest")
     consistency_parser = actions.add_parser("consistency", help="the consistency proof bundle of two generations")
-    consistency_parser.add_argument("old", type=GENERATION, metavar="OLD", help="the older generation")
-    consistency_parser.add_argument("new", type=GENERATION, metavar="NEW", help="the newer generation")
+    consistency_parser.add_argument("old", type=GENERATION, nargs="?", metavar="OLD", help="the older generation")
+    consistency_parser.add_argument("new", type=GENERATION, nargs="?", metavar="NEW", help="the newer generation")
+    consistency_parser.add_argument(
+        "--since",
+        type=ExistingFile("a saved checkpoint or proof bundle file"),
+        metavar="FILE",
+        help="instead of OLD NEW: from the checkpoint kept in FILE (a note, or a bundle) to the newest generation",
+    )
     for sub, handler in ((prove_parser, prove), (consistency_parser, consistency)):
         sub.add_argument("--session", type=SESSION_DIR, required=True, metavar="DIR", help="the session directory")
         sub.set_defaults(handler=handler)
@@ -176,6 +184,14 @@ def consistency(args: argparse.Namespace) -> tuple[Any, str]:
     from contextmesh.formats.proofs import consistency_bundle  # noqa: PLC0415
     from contextmesh.session.load import read_manifest  # noqa: PLC0415
 
+    if args.since is not None or args.old is None or args.new is None:
+        if args.since is None or args.old is not None:
+            raise UsageError(
+                "give OLD and NEW (two generations the directory holds), or --since FILE alone",
+                prog="contextmesh ledger consistency",
+                path="--since" if args.since is not None else "old",
+            )
+        return _consistency_since(args)
     if args.old >= args.new:
         raise UsageError(
             f"OLD {args.old} must be an older generation than NEW {args.new}",
@@ -196,6 +212,57 @@ def consistency(args: argparse.Namespace) -> tuple[Any, str]:
         f"CONSISTENCY generation {args.old} ({old_head.size} entries, root {old_head.root_hex}) → generation "
         f"{args.new} ({new_head.size} entries, root {new_head.root_hex}): {len(bundle['consistency_path'])} hashes; "
         "--json prints the bundle"
+    )
+    return bundle, text
+
+
+def _read_saved(path: Path) -> str:
+    """The checkpoint note kept in ``path`` (a note or a bundle), its refusals' paths prefixed with the file."""
+    from contextmesh.core.errors import ProofError  # noqa: PLC0415
+    from contextmesh.formats.proofs import MAX_BUNDLE_BYTES, saved_checkpoint  # noqa: PLC0415
+    from contextmesh.session.files import read_regular  # noqa: PLC0415
+
+    data = read_regular(path.absolute().parent, path.name, limit=MAX_BUNDLE_BYTES)
+    try:
+        return saved_checkpoint(data)
+    except ProofError as exc:
+        raise ProofError(f"{path}:{exc.path}", exc.found, exc.rule) from None
+
+
+def _consistency_since(args: argparse.Namespace) -> tuple[Any, str]:
+    """``contextmesh ledger consistency --since FILE --session DIR``: from a kept checkpoint to the newest."""
+    from contextmesh.core.errors import ProofError  # noqa: PLC0415
+    from contextmesh.formats.checkpoint import session_origin  # noqa: PLC0415
+    from contextmesh.formats.proofs import consistency_bundle  # noqa: PLC0415
+
+    old_note = _read_saved(args.since)
+    old = _read(old_note)
+    loaded = _open(args.session, full_tree=True)
+    ledger, generation = _ledger_of(loaded, args.session), loaded.manifest.generation
+    new = _signed(loaded.manifest.checkpoint, generation, args.session)
+    origin = session_origin(loaded.manifest.session_id)
+    if old.origin != origin:
+        raise ProofError(f"{args.since}:checkpoint.line[0]", repr(old.origin)[:80], f"a checkpoint of {origin}")
+    size, tree = old.head.size, loaded.tree
+    assert tree is not None  # full_tree=True, and the session has a ledger
+    if size == 0:
+        raise ProofError(f"{args.since}:checkpoint.line[1]", "0", "every tree extends the empty one")
+    if size > len(tree) or tree.root(size) != old.head.root:
+        # The newest generation is signed, so this head was signed too: two signed heads that disagree.
+        happened = "rolled back" if size > len(tree) else "rewritten"
+        raise ProofError(
+            str(args.since),
+            f"a head of {size} entries, root {old.head.root_hex}",
+            f"generation {generation} of {args.session} ({len(tree)} entries) must extend every checkpoint the "
+            f"session signed, and it does not extend this one: its history was {happened} since, or the "
+            "checkpoint was altered",
+        )
+    bundle = consistency_bundle(ledger, old_note, new, tree=tree)
+    new_size = len(tree)
+    text = (
+        f"CONSISTENCY the checkpoint in {args.since} ({size} entries, root {old.head.root_hex}) → generation "
+        f"{generation} ({new_size} entries): {len(bundle['consistency_path'])} hashes; --json prints the bundle; "
+        "`contextmesh ledger verify --bundle FILE --trusted-key KEY` checks both signatures"
     )
     return bundle, text
 
