@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shlex
 import socket
 from datetime import UTC, datetime
 from pathlib import Path
@@ -356,13 +357,13 @@ def key_generate(args: argparse.Namespace) -> tuple[Any, str]:
             os.fsync(fd)
         finally:
             os.close(fd)
-    vkey = signer.verifier().vkey()
+    vkey, shell_path = signer.verifier().vkey(), shlex.quote(str(args.out.absolute()))
     data = {"key_file": str(args.out), "name": signer.name, "key_id": f"{signer.key_id:08x}", "verifier_key": vkey}
     text = "\n".join(
         [
             f"wrote a new signer key to {args.out} (mode 0600; keep it secret, never in a session directory)",
             f"verifier key, for readers to pin: {vkey}",
-            f'sign a deployment\'s commits with: export CONTEXTMESH_LEDGER_KEY="$(cat {args.out})"',
+            f"sign a deployment's commits with: export CONTEXTMESH_LEDGER_KEY_FILE={shell_path}",
         ]
     )
     return data, text

@@ -8,8 +8,9 @@
   generation's (S50, S51) — so a history rewritten consistently and re-signed with any other key
   is refused with no head in hand.
 * :func:`environment_signer` (C9), :func:`check_extends` (C10) and :func:`sign_head` — the commit
-  hook: the deployment's key comes from the caller or ``$CONTEXTMESH_LEDGER_KEY``, never from the
-  session; no head is recorded, let alone signed, unless it extends the previous generation's.
+  hook: the deployment's key comes from the caller, ``$CONTEXTMESH_LEDGER_KEY`` or the file
+  ``$CONTEXTMESH_LEDGER_KEY_FILE`` names, never from the session; no head is recorded, let alone
+  signed, unless it extends the previous generation's.
 
 ``cryptography`` is imported only when a checkpoint is read or written or a key is loaded, so a
 session without signatures never loads it.
@@ -34,6 +35,7 @@ if TYPE_CHECKING:
     from contextmesh.formats.signed_note import NoteSigner, NoteVerifier
 
 __all__ = [
+    "KEY_FILE_VARIABLE",
     "KEY_VARIABLE",
     "Previous",
     "check_extends",
@@ -47,6 +49,7 @@ __all__ = [
 ]
 
 KEY_VARIABLE = "CONTEXTMESH_LEDGER_KEY"  # the same name as signed_note.KEY_VARIABLE, without importing it
+KEY_FILE_VARIABLE = "CONTEXTMESH_LEDGER_KEY_FILE"  # or: the path of a file holding the key
 
 
 @dataclass(frozen=True)
@@ -227,17 +230,34 @@ def _check_previous(manifest: Manifest, tree: LeafPass | None, previous: Previou
 
 
 def environment_signer(directory: Path) -> NoteSigner | None:
-    """C9: the deployment's key from ``$CONTEXTMESH_LEDGER_KEY`` (None when unset or empty)."""
-    if not os.environ.get(KEY_VARIABLE):
+    """C9: the deployment's key from ``$CONTEXTMESH_LEDGER_KEY``, or from the file ``$CONTEXTMESH_LEDGER_KEY_FILE``
+    names (None when neither is set, or both are empty).
+
+    The file form is for deployments whose secrets arrive as files (a mounted secret, a credentials
+    directory): the key then never passes through the environment. A key file inside the session
+    directory is refused, since the key must never be stored with what it signs.
+    """
+    text, named = os.environ.get(KEY_VARIABLE), os.environ.get(KEY_FILE_VARIABLE)
+    if not text and not named:
         return None  # no variable, no import of the signature package
+    if text and named:
+        raise SessionError(
+            f"cannot commit to {directory}: both ${KEY_VARIABLE} and ${KEY_FILE_VARIABLE} are set; a deployment "
+            "sets one of them (the key, or the file that holds it)"
+        )
     from contextmesh.formats.signed_note import load_signer  # noqa: PLC0415 - loads cryptography
 
-    try:
-        return load_signer()
-    except ProofError as exc:  # the message never quotes the key
+    where = f"${KEY_FILE_VARIABLE} ({named})" if named else f"${KEY_VARIABLE}"
+    key_file = Path(named) if named else None
+    if key_file is not None and key_file.resolve().is_relative_to(directory.resolve()):
         raise SessionError(
-            f"cannot commit to {directory}: the ledger key {exc.path}: {exc.found}; {exc.rule}"
-        ) from None
+            f"cannot commit to {directory}: the ledger key {where}: a file inside the session directory; "
+            "the key is kept outside the session it signs"
+        )
+    try:
+        return load_signer(key_file=key_file)
+    except ProofError as exc:  # the message never quotes the key
+        raise SessionError(f"cannot commit to {directory}: the ledger key {where}: {exc.found}; {exc.rule}") from None
 
 
 def previous_for_commit(directory: Path, loaded: int) -> Manifest | None:

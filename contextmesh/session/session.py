@@ -246,8 +246,8 @@ class Session:
         """Publish the next generation if the directory is still at the one this session loaded.
 
         The ledger's tree head is recorded and, with the deployment's key — ``signer``, else
-        ``$CONTEXTMESH_LEDGER_KEY`` — signed as the generation's checkpoint. The key is never
-        written into the directory.
+        ``$CONTEXTMESH_LEDGER_KEY``, else the file ``$CONTEXTMESH_LEDGER_KEY_FILE`` names — signed as the
+        generation's checkpoint. The key is never written into the directory.
         """
         self._refuse_write("cannot commit")
         if self.directory is None:

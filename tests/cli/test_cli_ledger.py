@@ -20,6 +20,7 @@ from __future__ import annotations
 import base64
 import json
 import os
+import shlex
 import stat
 import subprocess
 import sys
@@ -33,16 +34,25 @@ import pytest
 from cli_helpers import failure_document, one_line
 from jsonschema import Draft202012Validator
 from referencing import Registry, Resource
-from session_helpers import build_demo_template, clone, manifest_doc, reseal_ledger
+from session_helpers import (
+    build_demo_template,
+    build_tiny_session,
+    clone,
+    manifest_doc,
+    reseal_ledger,
+    tiny_registry,
+    touch_all,
+)
 
 from contextmesh.cli import main
 from contextmesh.core.canonical import file_bytes
 from contextmesh.demo.execute import run_session_walkthrough
 from contextmesh.demo.saved import open_demo_session
 from contextmesh.execution.in_process import InProcessExecutor
-from contextmesh.formats.signed_note import NoteSigner
-from contextmesh.session.heads import KEY_VARIABLE
+from contextmesh.formats.signed_note import NoteSigner, NoteVerifier
+from contextmesh.session.heads import KEY_FILE_VARIABLE, KEY_VARIABLE
 from contextmesh.session.layout import manifest_name
+from contextmesh.session.session import Session
 
 ROOT = Path(__file__).resolve().parents[2]
 TOOL = ROOT / "tools" / "verify_ledger_proofs.py"
@@ -122,6 +132,27 @@ def test_key_generate_writes_a_0600_signer_key_and_prints_only_its_verifier_key(
     code, stdout, err = run(capsys, "ledger", "key", "generate", "--out", out)
     assert code == 2 and stdout == "" and "exists" in one_line(err)
     assert NoteSigner.from_skey(out.read_text()).skey() == signer.skey()  # never written over
+
+
+def test_the_key_generate_hint_signs_a_deployments_commits(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    out = tmp_path / "a dir with spaces" / "deploy.key"
+    out.parent.mkdir()
+    code, stdout, err = run(capsys, "ledger", "key", "generate", "--out", out, "--name", "example.org/ci")
+    assert (code, err) == (0, "")
+    (hint,) = [line for line in stdout.splitlines() if "export " in line]
+    assignment = shlex.split(hint.split("export ", 1)[1])[0]
+    variable, value = assignment.split("=", 1)
+    assert (variable, Path(value)) == (KEY_FILE_VARIABLE, out.absolute())
+    vkey = stdout.split("verifier key, for readers to pin: ", 1)[1].splitlines()[0]
+    monkeypatch.delenv(KEY_VARIABLE, raising=False)
+    monkeypatch.setenv(variable, value)
+    session = build_tiny_session(tmp_path / "session")
+    touch_all(session, 0)
+    session.commit()
+    verifier = NoteVerifier.from_vkey(vkey)
+    assert Session.load(tmp_path / "session", registry=tiny_registry(), trusted_keys=[verifier]).generation == 2
 
 
 def test_a_signer_key_given_as_a_trusted_key_is_refused_without_quoting_it(
