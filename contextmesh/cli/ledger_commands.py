@@ -1,7 +1,8 @@
 """The ``ledger`` and ``lineage`` commands: proofs about a session's run ledger, its keys, its lineage out.
 
 * ``ledger prove ENTRY --session DIR`` — the inclusion bundle (``docs/formats/proofs-v1.md``) of one
-  entry, named by its sequence number or its digest, against the newest generation's checkpoint;
+  entry, named by its sequence number, its digest or ``receipt:K`` (the K-th disproof receipt),
+  against the newest generation's checkpoint;
   ``--json`` prints the bundle itself, the file ``tools/verify_ledger_proofs.py`` checks.
 * ``ledger consistency OLD NEW --session DIR`` — the consistency bundle between the checkpoints of two
   generations the directory still holds (it keeps its newest two); ``ledger consistency --since FILE
@@ -62,7 +63,9 @@ def register(commands: argparse._SubParsersAction[Any]) -> None:
     parser_class = type(ledger)  # the command line's own parser class, without importing parser.py (which imports this)
     actions = ledger.add_subparsers(dest="ledger_command", required=True, metavar="ACTION", parser_class=parser_class)
     prove_parser = actions.add_parser("prove", help="the inclusion proof bundle of one ledger entry")
-    prove_parser.add_argument("entry", type=LedgerEntry(), metavar="ENTRY", help="an entry's seq (1, 2, …) or digest")
+    prove_parser.add_argument(
+        "entry", type=LedgerEntry(), metavar="ENTRY", help="an entry's seq (1, 2, …), its digest, or receipt:K"
+    )
     consistency_parser = actions.add_parser("consistency", help="the consistency proof bundle of two generations")
     consistency_parser.add_argument("old", type=GENERATION, nargs="?", metavar="OLD", help="the older generation")
     consistency_parser.add_argument("new", type=GENERATION, nargs="?", metavar="NEW", help="the newer generation")
@@ -141,6 +144,14 @@ def _signers(checkpoint: str) -> list[str]:
 
 def _index(ledger: RunLedger, entry: EntryRef, directory: Path) -> int:
     count = len(ledger)
+    if entry.receipt is not None:
+        receipts = [i for i, e in enumerate(ledger.entries) if e.event == "disproved" and e.receipt is not None]
+        if entry.receipt > len(receipts):
+            raise SessionError(
+                f"receipt:{entry.receipt}: the ledger of {directory} holds {len(receipts)} disproof receipts"
+                + (f" (receipt:1 to receipt:{len(receipts)})" if receipts else "")
+            )
+        return receipts[entry.receipt - 1]
     if entry.seq is not None:
         if entry.seq > count:
             raise SessionError(

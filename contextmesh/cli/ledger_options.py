@@ -87,27 +87,37 @@ def _parent_holds(text: str, path: Path, rule: str) -> None:
 
 @dataclass(frozen=True)
 class EntryRef:
-    """A ledger entry named on the command line: by its ``seq`` or by its ``digest``."""
+    """A ledger entry named on the command line: by its ``seq``, its ``digest`` or as the ``receipt``-th disproof."""
 
     seq: int | None
     digest: str | None
+    receipt: int | None = None  # ``receipt:K``: the K-th disproof receipt, oldest first (what is usually proved)
 
     def __str__(self) -> str:
+        if self.receipt is not None:
+            return f"receipt {self.receipt}"
         return f"seq {self.seq}" if self.seq is not None else f"digest {self.digest}"
 
 
 @dataclass(frozen=True)
 class LedgerEntry:
-    """A sequence number (1 for the first entry) or an entry digest (64 lower-case hex digits)."""
+    """A sequence number (1 for the first entry), an entry digest (64 lower-case hex digits), or
+    ``receipt:K``, the K-th disproof receipt (K from 1)."""
 
     kind: str = "ledger-entry"
 
     def __call__(self, text: str) -> EntryRef:
-        rule = "the rule is an entry's sequence number (1, 2, …) or its digest (64 lower-case hex digits)"
+        rule = (
+            "the rule is an entry's sequence number (1, 2, …), its digest (64 lower-case hex digits), or receipt:K "
+            "for the K-th disproof receipt (receipt:1, …)"
+        )
         if _DIGEST.fullmatch(text):
             return EntryRef(None, text)
         if _SEQ.fullmatch(text) and 1 <= int(text) <= MAX_SEQ:
             return EntryRef(int(text), None)
+        number = text.removeprefix("receipt:")
+        if number != text and _SEQ.fullmatch(number) and 1 <= int(number) <= MAX_SEQ:
+            return EntryRef(None, None, int(number))
         raise _refuse(text, f"is neither; {rule}")
 
 

@@ -5,8 +5,9 @@ disproves the argon2 ground, the repair, the re-run) with ``$CONTEXTMESH_LEDGER_
 generation after the save is signed. Checked here, end to end through ``main``:
 
 * ``ledger key generate`` writes a signer key to a new 0600 file and prints only its public half;
-* ``ledger prove`` of the disproof receipt is a bundle that ``tools/verify_ledger_proofs.py`` (run as a
-  program, the bundle and the verifier key its only input) and ``ledger verify --bundle`` accept;
+* ``ledger prove`` of the disproof receipt (named by seq, digest or ``receipt:1``) is a bundle that
+  ``tools/verify_ledger_proofs.py`` (run as a program, the bundle and the verifier key its only input)
+  and ``ledger verify --bundle`` accept;
   ``ledger consistency`` the same for the two generations the directory keeps;
 * a consistent rewrite of history re-signed with another key is refused by ``ledger verify
   --trusted-key`` naming the manifest's checkpoint; a tampered checkpoint, proof or signature in a
@@ -180,6 +181,8 @@ def test_the_disproof_receipts_bundle_verifies_in_the_stand_alone_tool_and_the_c
     assert len(bundle["audit_path"]) == 5  # leaf 10 of a 29-leaf tree
     by_digest = run(capsys, "ledger", "prove", bundle["entry"]["digest"], "--session", loop.directory, "--json")
     assert json.loads(by_digest[1]) == bundle
+    by_receipt = run(capsys, "ledger", "prove", "receipt:1", "--session", loop.directory, "--json")
+    assert json.loads(by_receipt[1]) == bundle  # the loop's one disproof receipt is entries[10]
     path = tmp_path / "receipt.proof.json"
     path.write_text(stdout)
     done = tool(path, loop.vkey)
@@ -215,6 +218,10 @@ def test_proving_an_entry_the_ledger_lacks_or_an_unsigned_generation_is_refused_
     assert code == 1 and "no entry" in one_line(err)
     code, _, err = run(capsys, "ledger", "prove", "seq-3", "--session", loop.directory)
     assert code == 2 and "sequence number" in one_line(err)
+    code, _, err = run(capsys, "ledger", "prove", "receipt:2", "--session", loop.directory)
+    assert code == 1 and "holds 1 disproof receipts (receipt:1 to receipt:1)" in one_line(err)
+    code, _, err = run(capsys, "ledger", "prove", "receipt:0", "--session", loop.directory)
+    assert code == 2 and "receipt:K" in one_line(err)
     unsigned, _ = build_demo_template(tmp_path / "unsigned")
     code, _, err = run(capsys, "ledger", "prove", "1", "--session", unsigned)
     assert code == 1 and "is not signed" in one_line(err)
