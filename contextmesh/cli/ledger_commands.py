@@ -329,6 +329,7 @@ def verify(args: argparse.Namespace) -> tuple[Any, str]:
         "entries": None if loaded.ledger is None else len(loaded.ledger),
         "ledger_tree": None if tree is None else {"size": tree.size, "root": tree.root_hex},
         "signed_by": signers,
+        "checkpoint": manifest.checkpoint,  # the note to keep: `ledger consistency --since` starts from it later
         "pinned": [f"{key.name} ({key.key_id:08x})" for key in keys],
         "verified": True,
     }
@@ -339,6 +340,9 @@ def verify(args: argparse.Namespace) -> tuple[Any, str]:
         lines.append(f"  ledger tree: {tree.size} entries, root {tree.root_hex} — the tree of its entries")
     if keys:
         lines.append(f"  signed by a pinned key ({', '.join(signers)}); its tree extends the previous generation's")
+        lines.append(
+            "  keep its checkpoint (--json prints it) to check a later ledger with `ledger consistency --since`"
+        )
     else:
         lines.append(
             f"  {'signed by ' + ', '.join(signers) if signers else 'unsigned'}; no key pinned, so no signature was "

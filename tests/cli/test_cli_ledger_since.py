@@ -5,8 +5,8 @@ checkpoint from weeks ago; the auditor who saw it kept it (the inclusion bundle 
 the note itself). A tiny session is committed signed, an entry is proved and the bundle kept, then
 the session moves on past the sweep. Checked here, through ``main``:
 
-* from the kept bundle (and from a kept note) to the newest generation: a consistency bundle that the
-  stand-alone verifier and ``ledger verify --bundle`` accept;
+* from the kept bundle (and from a kept note, as ``ledger verify --json`` prints it) to the newest
+  generation: a consistency bundle that the stand-alone verifier and ``ledger verify --bundle`` accept;
 * a history rewritten since — even re-signed with the deployment's own key — is refused naming the
   kept file, and so is a directory rolled back to before the kept head;
 * a checkpoint of another session, a file that is no checkpoint, and bad option pairs are refused in
@@ -121,6 +121,24 @@ def test_from_a_kept_note_verifies_too(audit: Audit, tmp_path: Path, capsys: pyt
     code, stdout, err = run(capsys, "ledger", "consistency", "--since", note, "--session", audit.directory, "--json")
     assert (code, err) == (0, "")
     proven = verified_by_both(stdout, tmp_path / "since.proof.json", audit.vkey, capsys)
+    assert (proven["old_size"], proven["new_size"]) == (KEPT_SIZE, NEWEST_SIZE)
+
+
+def test_the_checkpoint_ledger_verify_prints_is_one_to_keep(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    session = build_tiny_session(tmp_path / "session")
+    advance(session, range(KEPT_SIZE))
+    vkey = tmp_path / "deploy.vkey"
+    vkey.write_text(KEY.verifier().vkey() + "\n")
+    code, stdout, err = run(capsys, "ledger", "verify", "--session", session.directory, "--trusted-key", vkey, "--json")
+    assert (code, err) == (0, "")
+    seen = json.loads(stdout)
+    assert seen["checkpoint"] == manifest_doc(tmp_path / "session")[1]["checkpoint"]
+    kept = tmp_path / "seen.checkpoint"
+    kept.write_text(seen["checkpoint"])
+    advance(session, range(KEPT_SIZE, NEWEST_SIZE))
+    code, stdout, err = run(capsys, "ledger", "consistency", "--since", kept, "--session", session.directory, "--json")
+    assert (code, err) == (0, "")
+    proven = verified_by_both(stdout, tmp_path / "since.proof.json", vkey, capsys)
     assert (proven["old_size"], proven["new_size"]) == (KEPT_SIZE, NEWEST_SIZE)
 
 
