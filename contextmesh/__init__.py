@@ -54,6 +54,7 @@ if TYPE_CHECKING:
     from contextmesh.execution.plan import Plan
     from contextmesh.execution.reports import RecheckReport, RoundReport
     from contextmesh.execution.task_registry import RegistryError, TaskRegistry
+    from contextmesh.formats.signed_note import NoteSigner, NoteVerifier
     from contextmesh.knowledge.corpus import Corpus, CorpusError, Sidecar, load_corpus, load_sidecar
     from contextmesh.knowledge.decoding import DocumentError
     from contextmesh.knowledge.embed import HashedEmbedder
@@ -103,6 +104,8 @@ __all__ = [
     "NodeRecord",
     "NodeType",
     "NotFoundError",
+    "NoteSigner",
+    "NoteVerifier",
     "Ontology",
     "OntologyError",
     "Plan",
@@ -171,6 +174,8 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "NodeRecord": ("contextmesh.core.model", "NodeRecord"),
     "NodeType": ("contextmesh.core.ontology", "NodeType"),
     "NoPlanError": ("contextmesh.session.plan_check", "NoPlanError"),
+    "NoteSigner": ("contextmesh.formats.signed_note", "NoteSigner"),
+    "NoteVerifier": ("contextmesh.formats.signed_note", "NoteVerifier"),
     "NotFoundError": ("contextmesh.core.errors", "NotFoundError"),
     "Ontology": ("contextmesh.core.ontology", "Ontology"),
     "OntologyError": ("contextmesh.core.errors", "OntologyError"),

@@ -12,7 +12,7 @@ import argparse
 import re
 from typing import TYPE_CHECKING, Any, NoReturn
 
-from contextmesh.cli import reads, writes
+from contextmesh.cli import ledger_commands, reads, writes
 from contextmesh.cli.failure import UsageError
 from contextmesh.cli.options import (
     MAX_INTERVAL,
@@ -216,6 +216,7 @@ def build_parser() -> CliParser:
     demo = _reading_commands(commands)
     _running_commands(commands, demo)
     _dispatching(commands)
+    ledger_commands.register(commands)
     for each in _every_parser(parser):
         each.allow_abbrev = False
         each.add_argument(
