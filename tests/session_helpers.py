@@ -1,7 +1,7 @@
-"""Shared builders for the session tests: demo templates, a tiny session, manifest surgery, subprocesses.
+"""Shared builders for the session tests: a tiny session, manifest surgery, subprocesses, copies.
 
-The demo session takes about half a second to build, so a test module builds it once into a template
-directory (:func:`build_demo_template`) and copies it per test (:func:`clone`).
+The demo session is saved once per test run (the root ``conftest.py``'s ``demo_sessions``); a test
+module takes its own copy as its template and copies that per test (:func:`clone`).
 
 :func:`build_tiny_session` makes a session small enough to commit in a millisecond or two — a few
 entities, their resolver and a one-task plan under the key :data:`TINY_KEY` — for the tests that
@@ -28,7 +28,6 @@ from typing import Any
 
 from contextmesh.core.canonical import file_bytes, loads, sha256_hex
 from contextmesh.core.graph import ContextGraph
-from contextmesh.demo.saved import save_demo_session
 from contextmesh.execution.context import RunContext
 from contextmesh.execution.plan import Plan
 from contextmesh.execution.task_registry import TaskRegistry
@@ -45,7 +44,6 @@ __all__ = [
     "QUESTIONS",
     "TESTS_DIR",
     "TINY_KEY",
-    "build_demo_template",
     "build_tiny_session",
     "clone",
     "commit_variants",
@@ -97,14 +95,6 @@ def listing(directory: Path) -> list[str]:
 
 
 # -- fixtures -------------------------------------------------------------------------------------
-
-
-def build_demo_template(root: Path) -> tuple[Path, Path]:
-    """The demo saved once (one walk round, plan round 1 run) as generation 1; returns (dir, feed)."""
-    feed = root / "feed.json"
-    directory = root / "template"
-    save_demo_session(directory, rounds=1, feed=feed)
-    return directory, feed
 
 
 def clone(template: Path, dest: Path) -> Path:

@@ -20,8 +20,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from demo_cache import DemoSessions
 
-from contextmesh.demo.saved import save_demo_session
 from contextmesh.session.commit import latest_generation
 from contextmesh.session.layout import manifest_name
 
@@ -29,10 +29,9 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")
-def template(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = tmp_path_factory.mktemp("cli-prefect")
-    save_demo_session(root / "session", rounds=0, feed=root / "feed.json")
-    return root / "session"
+def template(tmp_path_factory: pytest.TempPathFactory, demo_sessions: DemoSessions) -> Path:
+    directory, _ = demo_sessions.copy(tmp_path_factory.mktemp("cli-prefect"), rounds=0, name="session")
+    return directory
 
 
 def clone(template: Path, dest: Path) -> Path:

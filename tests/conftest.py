@@ -1,0 +1,109 @@
+"""Fixtures and collection rules of the whole suite.
+
+Session fixtures, each started or built once per test run (per xdist worker) and only when a test asks:
+
+* ``demo_sessions`` — the demo saved as a session directory, once per walk-round count; tests take
+  private copies (:class:`demo_cache.DemoSessions`);
+* ``demo_worlds``   — the in-memory demo world, once per walk-round count, for modules that only read
+  it (:class:`demo_cache.DemoWorlds`; the module fixture checks afterwards that nothing changed it);
+* ``prefect_api``   — a real Prefect server on loopback (SQLite), shared by the orchestration and MCP
+  tests: the managed server of :mod:`contextmesh.orchestration.local_server` in a temporary home (its
+  own ``PREFECT_HOME``), on a free port, analytics off, recorder batching shortened, no UI. The
+  client side points at it through ``temporary_settings`` (never ``os.environ`` after Prefect is
+  imported, which Prefect ignores); the log and event workers drain before it stops, and the session
+  checks that no server process is left behind. ``tests/deployments`` overrides it with a server on
+  PostgreSQL, a configuration of its own.
+
+Collection rules (:func:`pytest_collection_modifyitems`):
+
+* a test that starts a server, a subprocess transport or a browser must be marked ``integration``
+  (:mod:`marker_audit`); the run is refused otherwise;
+* under ``--dist loadgroup`` (scripts/test) each test module is one unit of work, so module fixtures
+  are built once and a module's tests keep their order, and all tests of one Prefect server
+  configuration are one unit, so each server starts once; the server units are handed out first,
+  being the longest.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+from contextmesh.orchestration.settings import prepare_environment
+
+prepare_environment()  # before anything imports Prefect: quiet clients, no telemetry, no ephemeral server
+
+import pytest  # noqa: E402
+from demo_cache import DemoSessions, DemoWorlds  # noqa: E402
+from marker_audit import AUDIT, AUDIT_ENV, audit  # noqa: E402
+
+# xdist groups of the tests that share a Prefect server, by the fixture that marks each configuration.
+# ``pg_url`` comes first: a deployments test has both names in its closure.
+SERVER_GROUPS = {"pg_url": "prefect-postgres", "prefect_api": "prefect-sqlite"}
+# The order their units are handed out: the SQLite server's tests take longest, so they start first.
+SERVER_ORDER = ("prefect-sqlite", "prefect-postgres")
+
+
+@pytest.fixture(scope="session")
+def demo_sessions(tmp_path_factory: pytest.TempPathFactory) -> DemoSessions:
+    """The demo saved once per walk-round count; ``.copy(root, rounds=...)`` gives a private copy."""
+    return DemoSessions(tmp_path_factory.mktemp("demo-sessions"))
+
+
+@pytest.fixture(scope="session")
+def demo_worlds() -> DemoWorlds:
+    """The demo world built once per walk-round count, shared read-only."""
+    return DemoWorlds()
+
+
+@pytest.fixture(scope="session")
+def prefect_api(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """The API URL of a real Prefect server for this test session."""
+    from contextmesh.orchestration import local_server as server
+    from contextmesh.orchestration.settings import client_settings
+
+    home = tmp_path_factory.mktemp("prefect-server")
+    info = server.start(home, port=server.free_port(), ui=False, keep=False, timeout=240)
+    try:
+        with client_settings(info.api_url, heartbeat=False):
+            yield info.api_url
+            server.drain_workers()
+    finally:
+        server.stop(home)
+    assert not server.process_alive(info.pid), "the test server's process outlived the session"
+
+
+def _module(item: pytest.Item) -> str:
+    return item.nodeid.split("::", 1)[0]
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist reads the xdist_group marks
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    starting, unmarked = audit(items)
+    config.stash[AUDIT] = ([item.nodeid for item in items], starting, unmarked)
+    if os.environ.get(AUDIT_ENV):  # tests/test_markers.py collecting in a subprocess
+        Path(os.environ[AUDIT_ENV]).write_text(json.dumps(config.stash[AUDIT]), encoding="utf-8")
+    if unmarked:
+        listed = "\n  ".join(unmarked)
+        raise pytest.UsageError(
+            f"these tests start a server, a subprocess transport or a browser but are not marked "
+            f"integration (add pytestmark = pytest.mark.integration):\n  {listed}"
+        )
+    if config.getoption("dist", "no") != "loadgroup":
+        return
+    # A module whose tests use a server joins that server's unit whole, so a module's fixtures are
+    # still set up once and its tests still run in their order.
+    unit: dict[str, str] = {}
+    for item in items:
+        names = set(getattr(item, "fixturenames", ()))
+        server = next((group for fixture, group in SERVER_GROUPS.items() if fixture in names), None)
+        if server is not None or _module(item) not in unit:
+            unit[_module(item)] = server or _module(item)
+    for item in items:
+        item.add_marker(pytest.mark.xdist_group(unit[_module(item)]))
+    # The server units first (the sort is stable: their tests keep collection order), then every
+    # module in collection order; scripts/test passes --no-loadscope-reorder so xdist keeps it.
+    rank = {group: index for index, group in enumerate(SERVER_ORDER)}
+    items.sort(key=lambda item: rank.get(unit[_module(item)], len(rank)))
