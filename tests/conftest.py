@@ -18,10 +18,9 @@ Collection rules (:func:`pytest_collection_modifyitems`):
 
 * a test that starts a server, a subprocess transport or a browser must be marked ``integration``
   (:mod:`marker_audit`); the run is refused otherwise;
-* under ``--dist loadgroup`` (scripts/test) each test module is one unit of work, so module fixtures
-  are built once and a module's tests keep their order, and all tests of one Prefect server
-  configuration are one unit, so each server starts once; the server units are handed out first,
-  being the longest.
+* under ``--dist loadscope`` (scripts/test runs two xdist workers) each test module is one unit of
+  work and so is each Prefect server configuration's set of modules, so each server starts once
+  (:mod:`xdist_units`).
 """
 
 from __future__ import annotations
@@ -30,20 +29,16 @@ import json
 import os
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 from contextmesh.orchestration.settings import prepare_environment
 
 prepare_environment()  # before anything imports Prefect: quiet clients, no telemetry, no ephemeral server
 
 import pytest  # noqa: E402
+import xdist_units  # noqa: E402
 from demo_cache import DemoSessions, DemoWorlds  # noqa: E402
 from marker_audit import AUDIT, AUDIT_ENV, audit  # noqa: E402
-
-# xdist groups of the tests that share a Prefect server, by the fixture that marks each configuration.
-# ``pg_url`` comes first: a deployments test has both names in its closure.
-SERVER_GROUPS = {"pg_url": "prefect-postgres", "prefect_api": "prefect-sqlite"}
-# The order their units are handed out: the SQLite server's tests take longest, so they start first.
-SERVER_ORDER = ("prefect-sqlite", "prefect-postgres")
 
 
 @pytest.fixture(scope="session")
@@ -75,11 +70,7 @@ def prefect_api(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     assert not server.process_alive(info.pid), "the test server's process outlived the session"
 
 
-def _module(item: pytest.Item) -> str:
-    return item.nodeid.split("::", 1)[0]
-
-
-@pytest.hookimpl(tryfirst=True)  # before xdist reads the xdist_group marks
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     starting, unmarked = audit(items)
     config.stash[AUDIT] = ([item.nodeid for item in items], starting, unmarked)
@@ -91,19 +82,22 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             f"these tests start a server, a subprocess transport or a browser but are not marked "
             f"integration (add pytestmark = pytest.mark.integration):\n  {listed}"
         )
-    if config.getoption("dist", "no") != "loadgroup":
-        return
-    # A module whose tests use a server joins that server's unit whole, so a module's fixtures are
-    # still set up once and its tests still run in their order.
-    unit: dict[str, str] = {}
-    for item in items:
-        names = set(getattr(item, "fixturenames", ()))
-        server = next((group for fixture, group in SERVER_GROUPS.items() if fixture in names), None)
-        if server is not None or _module(item) not in unit:
-            unit[_module(item)] = server or _module(item)
-    for item in items:
-        item.add_marker(pytest.mark.xdist_group(unit[_module(item)]))
-    # The server units first (the sort is stable: their tests keep collection order), then every
-    # module in collection order; scripts/test passes --no-loadscope-reorder so xdist keeps it.
-    rank = {group: index for index, group in enumerate(SERVER_ORDER)}
-    items.sort(key=lambda item: rank.get(unit[_module(item)], len(rank)))
+    xdist_units.order_and_record(config, items)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    xdist_units.start(config)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    xdist_units.stop(config)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node: Any) -> None:
+    xdist_units.configure_node(node)
+
+
+@pytest.hookimpl(optionalhook=True, tryfirst=True)  # before xdist's own choice of scheduler
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    return xdist_units.make_scheduler(config, log)
