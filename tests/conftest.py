@@ -44,7 +44,11 @@ from marker_audit import AUDIT, AUDIT_ENV, audit  # noqa: E402
 @pytest.fixture(scope="session")
 def demo_sessions(tmp_path_factory: pytest.TempPathFactory) -> DemoSessions:
     """The demo saved once per walk-round count; ``.copy(root, rounds=...)`` gives a private copy."""
-    return DemoSessions(tmp_path_factory.mktemp("demo-sessions"))
+    # Under xdist every worker has its own base temp directory below one the run shares.
+    shared = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        shared = shared.parent
+    return DemoSessions(shared / "demo-sessions")
 
 
 @pytest.fixture(scope="session")

@@ -5,9 +5,10 @@ question mix again, so a saved demo session costs half a second to three seconds
 as much. A test session builds each variant once, on first use:
 
 * :class:`DemoSessions` — the demo saved as a session directory (``save_demo_session``), one per walk
-  round count. :meth:`DemoSessions.copy` gives a module or a test its own directory and its own feed
-  path, byte for byte what the cached save wrote (``copytree`` keeps every file and its mtime), so a
-  test may commit, corrupt or delete it freely. Copies share the cached save's session id, as the
+  round count, once for all xdist workers of a run (they share its directory).
+  :meth:`DemoSessions.copy` gives a module or a test its own directory and its own feed path, byte
+  for byte what the cached save wrote (``copytree`` keeps every file and its mtime), so a test may
+  commit, corrupt or delete it freely. Copies share the cached save's session id, as the
   tests of one module always shared their module's template; a test that needs a session id of its
   own on a shared Prefect server saves its own session.
 * :class:`DemoWorlds` — the in-memory world (``build_world``), for modules that only read it.
@@ -19,6 +20,7 @@ as much. A test session builds each variant once, on first use:
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import shutil
 from dataclasses import dataclass, field
@@ -43,8 +45,16 @@ class DemoSessions:
         """The cached save with ``rounds`` walk rounds (plan round 1 run) — never hand it out to write."""
         if rounds not in self._saved:
             base = self.root / f"rounds-{rounds}"
-            # The feed is the demo's advisory file; absent, as here, it publishes no advisory.
-            save_demo_session(base / "session", rounds=rounds, feed=base / "feed.json")
+            self.root.mkdir(parents=True, exist_ok=True)
+            # The xdist workers of one run share ``root``: the first to get here saves, the others
+            # wait on the lock and find it saved (``done`` is written only after a whole save).
+            with (self.root / f"rounds-{rounds}.lock").open("w") as lock:
+                fcntl.flock(lock, fcntl.LOCK_EX)
+                if not (base / "done").exists():
+                    shutil.rmtree(base, ignore_errors=True)  # a save that died half-way
+                    # The feed is the demo's advisory file; absent, as here, it publishes no advisory.
+                    save_demo_session(base / "session", rounds=rounds, feed=base / "feed.json")
+                    (base / "done").touch()
             self._saved[rounds] = base / "session"
         return self._saved[rounds]
 
