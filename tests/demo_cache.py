@@ -74,7 +74,7 @@ def world_digest(world: DemoWorld) -> str:
     digest = hashlib.sha256(dump_graph(world.graph))
     digest.update(dump_resolver(world.result.resolver))
     digest.update(repr([w.to_dict() for w in world.walker.walks]).encode())
-    digest.update(str(world.rounds).encode())
+    digest.update(str(world.walk_rounds).encode())
     return digest.hexdigest()
 
 

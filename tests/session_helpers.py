@@ -163,7 +163,7 @@ def commit_variants(session: Session, variants: list[tuple[dict[str, bytes], str
         draft = Manifest(
             session.session_id,
             generation + 1,
-            session.rounds,
+            session.walk_rounds,
             session.settings,
             session.corpus,
             _PLACEHOLDER,

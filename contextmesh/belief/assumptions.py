@@ -28,7 +28,7 @@ __all__ = ["Assumptions"]
 
 
 class Assumptions:
-    """Create, supersede, bind, reject and trace assumptions on one graph."""
+    """Create, supersede, bind, reject, replace and trace assumptions on one graph."""
 
     def __init__(self, graph: ContextGraph) -> None:
         self.graph = graph
@@ -109,6 +109,22 @@ class Assumptions:
         new = self._new_ground(old, statement, created_by)
         self._link_successor(old.model_copy(update={"status": "superseded"}), new)
         return self.graph.assumptions[new.id]
+
+    def replace_rejected(self, old_id: str, statement: str, *, created_by: str = "agent") -> AssumptionRecord:
+        """New ground for a rejected assumption: the next version, linked both ways as its successor.
+
+        The old record stays rejected and gains ``superseded_by``. Supersession is one-to-one, so
+        a rejected assumption that already has a successor is refused, as is an active one (that
+        is :meth:`supersede`).
+        """
+        old = self.record(old_id)
+        if old.status != "rejected":
+            raise BeliefError(f"cannot replace '{old_id}' as rejected ground: its status is {old.status}")
+        if old.superseded_by is not None:
+            raise BeliefError(f"cannot replace '{old_id}': '{old.superseded_by}' already succeeds it")
+        new = self._new_ground(old, statement, created_by)
+        self._link_successor(self.graph.assumptions[old_id], new)
+        return new
 
     def _new_ground(self, old: AssumptionRecord, statement: str, created_by: str) -> AssumptionRecord:
         version = old.version + 1
@@ -220,7 +236,5 @@ class Assumptions:
             n.id for n in self.graph if n.live and n.id != assumption_id and n.id not in report.invalidated
         ]
         if replacement is not None:
-            new = self._new_ground(self.graph.assumptions[assumption_id], replacement, created_by)
-            self._link_successor(self.graph.assumptions[assumption_id], new)
-            report.replacement_id = new.id
+            report.replacement_id = self.replace_rejected(assumption_id, replacement, created_by=created_by).id
         return report

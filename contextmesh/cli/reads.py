@@ -184,13 +184,13 @@ def demo(args: argparse.Namespace) -> tuple[Any, str]:
     before = walker.ask(crossing)
     report = break_sizing_assumption(world)
     after = walker.ask(crossing)
-    health_report = check(world.graph, world.result.resolver, walker, rounds=world.rounds)
+    health_report = check(world.graph, world.result.resolver, walker)  # no plan runs on the demo graph
     counts = world.graph.type_counts(live_only=False)
     data = {
         "build": world.result.report.to_dict(),
         "nodes": counts,
         "edges": world.graph.edge_counts(live_only=False),
-        "rounds": world.rounds,
+        "rounds": world.walk_rounds,
         "walks": [w.to_dict() for w in walks],
         "token_ratio_median": _median(ratios),
         "invalidation": report.to_dict(),
@@ -199,7 +199,8 @@ def demo(args: argparse.Namespace) -> tuple[Any, str]:
         "health": health_report.to_dict(),
     }
     lines = [
-        f"ContextMesh demo · {sum(counts.values())} nodes, {len(world.graph.edges)} edges · {world.rounds} walk rounds",
+        f"ContextMesh demo · {sum(counts.values())} nodes, {len(world.graph.edges)} edges · "
+        f"{world.walk_rounds} walk rounds",
         "",
         render_build(world.result.report),
         "",
@@ -239,10 +240,10 @@ def health(args: argparse.Namespace) -> tuple[Any, str]:
     _one_source(args, "health")
     if args.session is not None:
         session = open_session(args)
-        report = check(session.graph, session.resolver, session.walker, rounds=session.rounds)
+        report = session.health()
         return report.to_dict(), render_health(report)
     world = _world(args, 8)
-    report = check(world.graph, world.result.resolver, world.walker, rounds=world.rounds)
+    report = check(world.graph, world.result.resolver, world.walker)  # no plan runs on the demo graph
     return report.to_dict(), render_health(report)
 
 
@@ -255,11 +256,11 @@ def invalidate(args: argparse.Namespace) -> tuple[Any, str]:
     _one_source(args, "invalidate")
     if args.session is not None:
         session = open_session(args)
-        _, sidecar = load_demo()
+        corpus, sidecar = load_demo()
         if args.dry_run:
-            report = break_in_graph(session.graph, sidecar, dry_run=True)
+            report = break_in_graph(session.graph, dry_run=True, corpus=corpus, sidecar=sidecar)
             return report.to_dict(), render_invalidation(report, dry_run=True)
-        report = session.apply(lambda s: break_in_graph(s.graph, sidecar))
+        report = session.apply(lambda s: break_in_graph(s.graph, corpus=corpus, sidecar=sidecar))
         text = render_invalidation(report) + "\n" + render_lineage(Assumptions(session.graph), report.assumption_id)
         return report.to_dict(), text + f"\n(session generation {session.generation})"
     world = _world(args, 8)

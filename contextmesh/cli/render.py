@@ -36,7 +36,7 @@ def _hops(n: int) -> str:
 
 
 def render_walk(walk: Walk) -> str:
-    """``Q:`` / ``A:``, the cost line, the path, then the justification — or the dead end."""
+    """``Q:`` / ``A:``, the cost line, the path, the justification and any live contradiction — or the dead end."""
     lines = [f"Q: {walk.question}"]
     if walk.dead_end is not None:
         lines += [f"A: dead end — {walk.dead_end.reason}", walk.dead_end.detail]
@@ -49,6 +49,9 @@ def render_walk(walk: Walk) -> str:
     if walk.justification:
         lines.append("justified by:")
         lines += ["  " + step.render() for step in walk.justification]
+    if walk.notes:
+        lines.append("note:")
+        lines += [f"  {note}" for note in walk.notes]
     return "\n".join(lines)
 
 
@@ -125,7 +128,7 @@ def render_walkthrough(walk: Walkthrough, *, urls: dict[int, str] | None = None)
     """The seed's transcript: PLAN, rounds, THE GROUND MOVED, ARTEFACTS, lineage, LEDGER, RECEIPT."""
     runner = walk.runner
     urls = urls or {}
-    lines = [f"PLAN {runner.plan} · {len(runner.tasks)} tasks"]
+    lines = [f"PLAN {runner.name} · {len(runner.tasks)} tasks"]
     for task in walk.declared:
         needs = f" (needs {', '.join(task['needs'])})" if task["needs"] else ""
         lines.append(f"  {task['name']:<11} {task['worker_key'] or '-':<24} assumes: {task['assumes']}{needs}")

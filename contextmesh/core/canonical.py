@@ -6,6 +6,9 @@ Two encodings, for two jobs:
   for a given value, so a graph written twice is the same bytes.
 * **Digests** are SHA-256 over RFC 8785 (JSON Canonicalization Scheme) bytes, the form an
   independent verifier in any language can reproduce from the spec alone.
+* **Merkle hashes** (RFC 9162 §2.1.1) are SHA-256 over a domain byte and raw bytes: ``0x00`` and a
+  leaf's RFC 8785 bytes, or ``0x01`` and two child hashes (:func:`merkle_leaf_hash`,
+  :func:`merkle_node_hash`); ``contextmesh/formats/merkle.py`` builds the tree from them.
 
 Invariants (each has a test in ``tests/test_canonical.py``):
 
@@ -47,7 +50,10 @@ __all__ = [
     "ensure_depth",
     "file_bytes",
     "loads",
+    "merkle_leaf_hash",
+    "merkle_node_hash",
     "nesting_depth",
+    "sha256",
     "sha256_hex",
     "text_depth",
     "text_hash",
@@ -224,6 +230,26 @@ def digest(value: Any) -> str:
 def sha256_hex(data: bytes) -> str:
     """SHA-256 of raw bytes, for content-addressing whole files."""
     return hashlib.sha256(data).hexdigest()
+
+
+def sha256(data: bytes) -> bytes:
+    """SHA-256 of raw bytes, as 32 bytes: the primitive of Merkle trees and signed-note key ids."""
+    return hashlib.sha256(data).digest()
+
+
+# RFC 6962 / RFC 9162 §2.1.1 domain separation: a leaf can never be read as an interior node.
+_LEAF_PREFIX = b"\x00"
+_NODE_PREFIX = b"\x01"
+
+
+def merkle_leaf_hash(data: bytes) -> bytes:
+    """The RFC 9162 leaf hash: SHA-256(0x00 || data)."""
+    return hashlib.sha256(_LEAF_PREFIX + data).digest()
+
+
+def merkle_node_hash(left: bytes, right: bytes) -> bytes:
+    """The RFC 9162 interior node hash: SHA-256(0x01 || left || right)."""
+    return hashlib.sha256(_NODE_PREFIX + left + right).digest()
 
 
 def text_hash(text: str, length: int) -> str:

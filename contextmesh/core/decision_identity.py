@@ -11,7 +11,7 @@ The fingerprint is SHA-256 over the RFC 8785 bytes of::
     {"label": ..., "rationale": ..., "provenance": {...} | null,
      "edges": [[edge type, target id], ...]}   # digest-covered out-edges, sorted
 
-Edges out of the decision of the types in :data:`contextmesh.core.graph.DIGEST_COVERED`, and
+Edges out of the decision of the types in :data:`contextmesh.core.graph_rules.DIGEST_COVERED`, and
 ``depends_on`` into an assumption, are covered; ``depends_on`` between decisions and
 ``justified_by`` are not, because a plan adds those after the decision exists.
 """
@@ -19,7 +19,8 @@ Edges out of the decision of the types in :data:`contextmesh.core.graph.DIGEST_C
 from __future__ import annotations
 
 from contextmesh.core.canonical import digest
-from contextmesh.core.graph import ContextGraph, is_digest_covered
+from contextmesh.core.graph import ContextGraph
+from contextmesh.core.graph_rules import is_digest_covered
 
 __all__ = ["covered_edges", "decision_fingerprint"]
 

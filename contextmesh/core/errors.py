@@ -8,7 +8,8 @@
     ├── NotFoundError          an id, key or name that does not exist (may suggest near misses)
     ├── InputError             untrusted input refused; carries .path, .found and .rule
     │   ├── CanonicalError     a value with no single JSON form, or JSON that is not strict
-    │   └── SnapshotError      a file in one of our formats that cannot be restored faithfully
+    │   ├── SnapshotError      a file in one of our formats that cannot be restored faithfully
+    │   └── ProofError         a Merkle proof, signed checkpoint, key or proof bundle that does not verify
     ├── BeliefError            assumptions, decisions and evidence refuse an operation
     ├── ExecutionError         the plan engine refuses or a task's code failed
     └── SessionError           a session directory cannot be loaded or committed
@@ -29,6 +30,7 @@ __all__ = [
     "InputError",
     "NotFoundError",
     "OntologyError",
+    "ProofError",
     "SessionError",
     "SnapshotError",
 ]
@@ -77,6 +79,14 @@ class CanonicalError(InputError):
 
 class SnapshotError(InputError):
     """A file in one of ContextMesh's formats cannot be restored faithfully."""
+
+
+class ProofError(InputError):
+    """A Merkle proof, a signed checkpoint, a key or a proof bundle was refused: malformed, or it does not verify.
+
+    Its ``path`` names the place (``checkpoint.line[2]``, ``audit_path[3]``, ``entry.digest``), so a
+    refused proof says which part of it an auditor should look at.
+    """
 
 
 class BeliefError(ContextMeshError):

@@ -4,7 +4,8 @@ The graph keeps records in insertion order and its own per-node adjacency lists,
 networkx groups parallel edges by neighbour and moves an edge that is re-added; networkx serves
 algorithms (reachability, cycles), never order.
 
-Invariants (each tested in ``tests/test_graph.py``):
+Invariants (each tested in ``tests/core/test_graph.py``; the rules behind 1, 2 and 5 are the
+functions of :mod:`contextmesh.core.graph_rules`, applied here on every write):
 
 1. No code path stores an edge without a type from the ontology, or between a pair of node types
    the ontology does not list for that type (``untyped_edges`` is always 0).
@@ -20,7 +21,6 @@ Invariants (each tested in ``tests/test_graph.py``):
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping
-from typing import Any
 
 import networkx as nx
 from pydantic import JsonValue
@@ -28,21 +28,12 @@ from pydantic import JsonValue
 from contextmesh.core import vectors
 from contextmesh.core.canonical import ensure_canonical
 from contextmesh.core.errors import IdentityError, NotFoundError, OntologyError
+from contextmesh.core.graph_rules import check_edge, check_must_carry, check_node_type, check_not_frozen
 from contextmesh.core.ids import edge_id, slug
 from contextmesh.core.model import AssumptionRecord, EdgeRecord, NodeRecord, Provenance, construct_record
 from contextmesh.core.ontology import ONTOLOGY, Ontology
 
-__all__ = ["DIGEST_COVERED", "ContextGraph", "is_digest_covered"]
-
-# Edge types out of an explicit-id decision whose targets its content digest vouches for.
-DIGEST_COVERED = frozenset({"cites", "derived_from", "produces", "supersedes"})
-_FIELD_NAMES = frozenset(NodeRecord.model_fields)
-_INFINITY = float("inf")  # once, not a float() call per edge
-
-
-def is_digest_covered(edge_type: str, target_type: str) -> bool:
-    """True when an edge out of an explicit decision is part of what its digest covers."""
-    return edge_type in DIGEST_COVERED or (edge_type == "depends_on" and target_type == "assumption")
+__all__ = ["ContextGraph"]
 
 
 class ContextGraph:
@@ -213,7 +204,7 @@ class ContextGraph:
         provenance: Provenance | None,
         embedding: str | None,
     ) -> NodeRecord:
-        self._check_node_type(node_type)
+        check_node_type(self.ontology, node_type)
         if not isinstance(label, str):
             raise OntologyError(f"a node label must be text, not {type(label).__name__}")
         nid = node_id if node_id is not None else slug(label, node_type)
@@ -234,8 +225,13 @@ class ContextGraph:
                     "by a repeat add -- record a new decision that supersedes it"
                 )
             merged = {**existing.attrs, **new_attrs}
-            self._check_must_carry(
-                node_type, nid, merged, existing.provenance or provenance, embedding or existing.embedding
+            check_must_carry(
+                self.ontology,
+                node_type,
+                nid,
+                merged,
+                existing.provenance or provenance,
+                embedding or existing.embedding,
             )
             existing.attrs = merged
             if existing.provenance is None and provenance is not None:
@@ -243,7 +239,7 @@ class ContextGraph:
             if embedding is not None:
                 existing.embedding = embedding
             return existing
-        self._check_must_carry(node_type, nid, new_attrs, provenance, embedding)
+        check_must_carry(self.ontology, node_type, nid, new_attrs, provenance, embedding)
         record = construct_record(
             NodeRecord,
             id=nid,
@@ -281,33 +277,6 @@ class ContextGraph:
             )
         return self._put_node("decision", label, node_id, attrs, provenance, None)
 
-    def _check_node_type(self, node_type: str) -> None:
-        if node_type not in self.ontology.must_carry:
-            raise OntologyError(f"no such node type '{node_type}'; GRAPH.md defines {sorted(self.ontology.node_types)}")
-
-    def _check_must_carry(
-        self,
-        node_type: str,
-        node_id: str,
-        attrs: Mapping[str, Any],
-        provenance: Provenance | None,
-        embedding: str | None,
-    ) -> None:
-        # A required name that is a record field is satisfied only by that field being set; the
-        # nullable fields are provenance and embedding (the others always hold a value).
-        required = self.ontology.must_carry[node_type]
-        fields = {"provenance": provenance, "embedding": embedding}
-        missing = sorted(
-            name
-            for name in required
-            if (name in fields and fields[name] is None) or (name not in _FIELD_NAMES and name not in attrs)
-        )
-        if missing:
-            raise OntologyError(
-                f"{node_type} node '{node_id}' is missing {', '.join(missing)}; "
-                f"GRAPH.md's Must carry for {node_type} is {sorted(required)}"
-            )
-
     # -- writing edges ----------------------------------------------------------------------
 
     def add_edge(
@@ -337,17 +306,8 @@ class ContextGraph:
         frozen_check: bool,
     ) -> EdgeRecord:
         source, target = self._check_edge(src, edge_type, dst, weight)
-        if (
-            frozen_check
-            and source.type == "decision"
-            and source.attrs.get("decision_identity") == "explicit"
-            and is_digest_covered(edge_type, target.type)
-        ):
-            raise OntologyError(
-                f"decision '{src}' was recorded with an explicit id, so its {edge_type} edges are part of the "
-                f"content its digest vouches for; refusing to add {src}-[{edge_type}]->{dst} -- pass it to "
-                "DecisionLog.decide() instead"
-            )
+        if frozen_check:
+            check_not_frozen(source, target, edge_type)
         key = (src, edge_type, dst)
         existing_id = self._edge_key.get(key)
         if existing_id is not None:
@@ -382,25 +342,8 @@ class ContextGraph:
         return record
 
     def _check_edge(self, src: str, edge_type: str, dst: str, weight: float) -> tuple[NodeRecord, NodeRecord]:
-        legal = self._legal.get(edge_type)
-        if legal is None:
-            raise OntologyError(f"no such edge type '{edge_type}'; GRAPH.md defines {sorted(self.ontology.edge_types)}")
-        source = self.nodes.get(src)
-        if source is None:
-            raise OntologyError(f"unknown source node '{src}'")
-        target = self.nodes.get(dst)
-        if target is None:
-            raise OntologyError(f"unknown target node '{dst}'")
-        if src == dst:
-            raise OntologyError(f"self edge on '{src}'")
-        if (source.type, target.type) not in legal:
-            allowed = ", ".join(f"{a}->{b}" for a, b in sorted(legal))
-            raise OntologyError(
-                f"{source.type}-[{edge_type}]->{target.type} is not a legal pair; GRAPH.md allows {allowed}"
-            )
-        if type(weight) is not float or not weight > 0.0 or weight == _INFINITY:
-            raise OntologyError(f"edge weight must be a finite float above 0, not {weight!r}")
-        return source, target
+        """The edge rules of :mod:`contextmesh.core.graph_rules` against this graph's nodes."""
+        return check_edge(self.ontology, self._legal, self.nodes, src, edge_type, dst, weight)
 
     def _store_edge(self, record: EdgeRecord) -> None:
         self.edges[record.id] = record

@@ -71,12 +71,12 @@ def demo_payload(rounds: int = DEFAULT_ROUNDS, *, feed: Path | None = None) -> d
             walkthrough = run_walkthrough(feed=Path(scratch) / "advisories.json")
     else:
         walkthrough = run_walkthrough(feed=feed)
-    source = {"kind": "demo", "walk_rounds": world.rounds, "plan": walkthrough.runner.plan}
+    source = {"kind": "demo", "walk_rounds": world.walk_rounds, "plan": walkthrough.runner.name}
     return assemble(
         world.graph,
         resolver=world.result.resolver,
         walker=world.walker,
-        rounds=world.rounds,
+        walk_rounds=world.walk_rounds,
         build=world.result.report,
         runner=walkthrough.runner,
         source=source,
@@ -96,15 +96,15 @@ def session_payload(directory: Path, *, rounds: int = DEFAULT_ROUNDS, feed: Path
         "kind": "session",
         "generation": session.generation,
         "corpus": session.corpus,
-        "session_rounds": session.rounds,
+        "session_rounds": session.walk_rounds,
         "walk_rounds": rounds,
-        "plan": None if session.runner is None else session.runner.plan,
+        "plan": None if session.runner is None else session.runner.name,
     }
     return assemble(
         session.graph,
         resolver=session.resolver,
         walker=session.walker,
-        rounds=session.rounds + rounds,
+        walk_rounds=session.walk_rounds + rounds,
         build=None,
         runner=session.runner,
         source=source,
@@ -116,7 +116,7 @@ def assemble(
     *,
     resolver: Resolver | None,
     walker: Walker,
-    rounds: int,
+    walk_rounds: int,
     build: BuildReport | None,
     runner: Plan | None,
     source: dict[str, Any],
@@ -126,7 +126,7 @@ def assemble(
         "schema": PAYLOAD_SCHEMA,
         "version": PAYLOAD_VERSION,
         "source": source,
-        "header": _header(graph, resolver, walker, rounds),
+        "header": _header(graph, resolver, walker, walk_rounds, _plan_round(graph, runner)),
         "build": None if build is None else {"stages": build.to_dict()},
         "graph": _graph(graph),
         "hops": _hops(walker),
@@ -137,10 +137,17 @@ def assemble(
     }
 
 
-def _header(graph: ContextGraph, resolver: Resolver | None, walker: Walker, rounds: int) -> dict[str, Any]:
+def _plan_round(graph: ContextGraph, runner: Plan | None) -> int:
+    # A plan's clock counts only for the graph it stamps: the demo's walk-through runs on a graph of its own.
+    return runner.round if runner is not None and runner.graph is graph else 0
+
+
+def _header(
+    graph: ContextGraph, resolver: Resolver | None, walker: Walker, walk_rounds: int, plan_round: int
+) -> dict[str, Any]:
     nodes_live, nodes_total = graph.type_counts(), graph.type_counts(live_only=False)
     edges_live, edges_total = graph.edge_counts(), graph.edge_counts(live_only=False)
-    health = check(graph, resolver, walker, rounds=rounds)
+    health = check(graph, resolver, walker, plan_round=plan_round)
     statuses = Counter(record.status for record in graph.assumptions.values())
     return {
         "nodes": [{"type": t, "live": nodes_live[t], "total": nodes_total[t]} for t in graph.ontology.node_types],
@@ -153,7 +160,7 @@ def _header(graph: ContextGraph, resolver: Resolver | None, walker: Walker, roun
         "pruned": sum(1 for n in graph if n.pruned),
         "assumptions": [{"status": s, "count": n} for s, n in sorted(statuses.items())],
         "walks": len(walker.walks),
-        "rounds": rounds,
+        "rounds": walk_rounds,
         "resolved_rate": round(walker.resolved_rate, _DIGITS),
         "health": {
             "status": health.status,
@@ -314,7 +321,7 @@ def _execution(runner: Plan) -> dict[str, Any]:
         )
     counts = Counter(entry.event for entry in entries)
     return {
-        "plan": runner.plan,
+        "plan": runner.name,
         "round": runner.round,
         "layers": _layers(runner.tasks),
         "tasks": [

@@ -1,6 +1,8 @@
 """The one place user code is called: every worker and auditor call goes through here.
 
-An exception escaping user code becomes a :class:`TaskCodeError` that names the task, the key and
+Both executors call user code through here, so the contexts a worker and an auditor see are built
+from a task's :class:`~contextmesh.execution.calls.TaskIdentity` in one place. An exception
+escaping user code becomes a :class:`TaskCodeError` that names the task, the key and
 the role, and keeps the original as ``__cause__``; a worker's output must be plain JSON data
 (checked by :func:`contextmesh.core.canonical.ensure_canonical`), because it is copied into the next
 task's inputs and the execution snapshot; an auditor must return a :class:`Verdict`.
@@ -8,11 +10,13 @@ task's inputs and the execution snapshot; an auditor must return a :class:`Verdi
 
 from __future__ import annotations
 
+from types import MappingProxyType
 from typing import Any
 
 from contextmesh.core.canonical import ensure_canonical
 from contextmesh.core.errors import ContextMeshError, ExecutionError
-from contextmesh.execution.context import AuditContext, RunContext, Verdict
+from contextmesh.execution.calls import TaskIdentity
+from contextmesh.execution.context import AuditContext, EvidenceView, RunContext, Verdict
 from contextmesh.execution.task_registry import Registration
 
 __all__ = ["AuditContractError", "TaskCodeError", "call_auditor", "call_worker"]
@@ -30,8 +34,16 @@ class AuditContractError(ExecutionError):
     """An auditor returned something that is not a verdict, or a malformed one."""
 
 
-def call_worker(registration: Registration, ctx: RunContext) -> Any:
-    """Run a worker; its output must be plain JSON data."""
+def call_worker(registration: Registration, identity: TaskIdentity, inputs: MappingProxyType[str, Any]) -> Any:
+    """Run a worker on its task's inputs; its output must be plain JSON data."""
+    ctx = RunContext(
+        plan=identity.plan,
+        task=identity.task,
+        attempt=identity.attempt,
+        worker_key=registration.key,
+        assumption=identity.assumption,
+        inputs=inputs,
+    )
     try:
         output = registration.fn(ctx)
     except Exception as exc:
@@ -43,8 +55,20 @@ def call_worker(registration: Registration, ctx: RunContext) -> Any:
     return output
 
 
-def call_auditor(registration: Registration, ctx: AuditContext) -> Verdict:
-    """Run an auditor; it must return a :class:`Verdict`."""
+def call_auditor(
+    registration: Registration, identity: TaskIdentity, output: Any, evidence: tuple[EvidenceView, ...]
+) -> Verdict:
+    """Run an auditor on a task's output; it must return a :class:`Verdict`."""
+    ctx = AuditContext(
+        plan=identity.plan,
+        task=identity.task,
+        attempt=identity.attempt,
+        worker_key=identity.worker_key or "",
+        auditor_key=registration.key,
+        assumption=identity.assumption,
+        output=output,
+        evidence=evidence,
+    )
     try:
         verdict = registration.fn(ctx)
     except Exception as exc:

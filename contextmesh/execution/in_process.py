@@ -1,98 +1,24 @@
-"""The Executor contract, and the in-process executor.
+"""The in-process executor: a layer on a thread pool, no orchestrator.
 
-The Plan computes a ready layer and hands the executor plain data per task — :class:`TaskCall`:
-the plan and task names, the attempt, the worker and auditor keys, the inputs copied from the
-tasks it needs, the statement of its assumption and a read-only view of submitted evidence —
-never the live graph. For each call the executor runs the worker, then (if it succeeded) the
-auditor, and returns a :class:`TaskOutcome`: an output or an error, a verdict or an audit error,
-and opaque run references (an orchestrator's run ids). Outcomes come back in call order; the
-Plan commits them in declaration order after the whole layer has joined, so graph bytes,
-decision ids and ledger order do not depend on which task finished first.
-
-:class:`InProcessExecutor` runs a layer on a thread pool of configurable width. It honours each
-key's timeout (the task fails; its thread is abandoned, its result discarded) and retry count.
+:class:`InProcessExecutor` runs a layer of :class:`~contextmesh.execution.calls.TaskCall` on a
+thread pool of configurable width. It honours each key's timeout (the task fails; its thread is
+abandoned, its result discarded) and retry count. It is the one executor that can run tasks
+declared with plain callables (``run=`` / ``audit=``). The contract it implements lives in
+:mod:`contextmesh.execution.calls`; its names are re-exported here, where they were first defined.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from concurrent import futures
-from dataclasses import dataclass, field
-from types import MappingProxyType
-from typing import Any, Protocol
+from typing import Any
 
 from contextmesh.core.errors import ExecutionError
 from contextmesh.execution.boundary import call_auditor, call_worker
-from contextmesh.execution.context import AuditContext, EvidenceView, RunContext, Verdict
+from contextmesh.execution.calls import AuditCall, Executor, TaskCall, TaskOutcome, TaskTimeoutError
 from contextmesh.execution.task_registry import Registration, TaskRegistry
 
 __all__ = ["AuditCall", "Executor", "InProcessExecutor", "TaskCall", "TaskOutcome", "TaskTimeoutError"]
-
-
-class TaskTimeoutError(ExecutionError):
-    """A worker or auditor ran longer than its key's timeout."""
-
-
-@dataclass(frozen=True)
-class TaskCall:
-    """Everything an executor may know about one task run: plain data, keys, never the graph.
-
-    ``worker`` / ``auditor`` carry plain callables for tasks declared with ``run=`` / ``audit=``
-    (they cannot be checkpointed and only an in-process executor can run them).
-    """
-
-    plan: str
-    task: str
-    attempt: int
-    worker_key: str | None
-    auditor_key: str | None
-    assumption: str
-    assumption_id: str
-    inputs: MappingProxyType[str, Any]
-    evidence: tuple[EvidenceView, ...] = ()
-    worker: Callable[[RunContext], Any] | None = field(default=None, compare=False)
-    auditor: Callable[[AuditContext], Verdict] | None = field(default=None, compare=False)
-
-
-@dataclass(frozen=True)
-class AuditCall:
-    """A recheck's audit of a done task: its output and ground, no worker run."""
-
-    plan: str
-    task: str
-    attempt: int
-    worker_key: str | None
-    auditor_key: str | None
-    assumption: str
-    assumption_id: str
-    output: Any
-    evidence: tuple[EvidenceView, ...] = ()
-    auditor: Callable[[AuditContext], Verdict] | None = field(default=None, compare=False)
-
-
-@dataclass
-class TaskOutcome:
-    """What came back for one call."""
-
-    task: str
-    output: Any = None
-    error: ExecutionError | None = None
-    verdict: Verdict | None = None
-    audit_error: ExecutionError | None = None
-    run: dict[str, str | None] | None = None
-    audit_run: dict[str, str | None] | None = None
-
-
-class Executor(Protocol):
-    """Runs layers of task calls and audits; returns outcomes in call order."""
-
-    def run_layer(self, calls: Sequence[TaskCall], registry: TaskRegistry | None) -> list[TaskOutcome]:
-        """Run every call's worker, then its auditor."""
-        ...
-
-    def run_audits(self, calls: Sequence[AuditCall], registry: TaskRegistry | None) -> list[TaskOutcome]:
-        """Run every call's auditor against its recorded output."""
-        ...
 
 
 def _resolve(registry: TaskRegistry | None, space: str, key: str | None, fn: Callable[..., Any] | None) -> Registration:
@@ -100,7 +26,7 @@ def _resolve(registry: TaskRegistry | None, space: str, key: str | None, fn: Cal
         return Registration(key or f"<callable {getattr(fn, '__name__', 'fn')}>", fn)
     if registry is None or key is None:
         raise ExecutionError(f"no registry to resolve the {space} key {key!r}")
-    return registry.worker(key) if space == "worker" else registry.auditor(key)
+    return registry.lookup_worker(key) if space == "worker" else registry.lookup_auditor(key)
 
 
 def _with_limits(registration: Registration, call: Callable[[], Any], task: str, role: str) -> Any:
@@ -127,49 +53,32 @@ def _with_limits(registration: Registration, call: Callable[[], Any], task: str,
 
 def run_call(call: TaskCall, registry: TaskRegistry | None) -> TaskOutcome:
     """Run one task call's worker and auditor here, in this thread."""
-    outcome = TaskOutcome(call.task)
+    identity = call.identity
+    outcome = TaskOutcome(identity.task)
     try:
-        worker = _resolve(registry, "worker", call.worker_key, call.worker)
-        ctx = RunContext(call.plan, call.task, call.attempt, worker.key, call.assumption, call.inputs)
-        outcome.output = _with_limits(worker, lambda: call_worker(worker, ctx), call.task, "worker")
+        worker = _resolve(registry, "worker", identity.worker_key, call.worker)
+        outcome.output = _with_limits(
+            worker, lambda: call_worker(worker, identity, call.inputs), identity.task, "worker"
+        )
     except ExecutionError as exc:
         outcome.error = exc
         return outcome
-    if call.auditor_key is None and call.auditor is None:
+    if not call.audited:
         return outcome
-    audit = AuditCall(
-        call.plan,
-        call.task,
-        call.attempt,
-        call.worker_key,
-        call.auditor_key,
-        call.assumption,
-        call.assumption_id,
-        outcome.output,
-        call.evidence,
-        call.auditor,
-    )
-    judged = run_audit(audit, registry)
+    judged = run_audit(call.audit(outcome.output), registry)
     outcome.verdict, outcome.audit_error = judged.verdict, judged.audit_error
     return outcome
 
 
 def run_audit(call: AuditCall, registry: TaskRegistry | None) -> TaskOutcome:
     """Run one auditor against a recorded output, here, in this thread."""
-    outcome = TaskOutcome(call.task, output=call.output)
+    identity = call.identity
+    outcome = TaskOutcome(identity.task, output=call.output)
     try:
-        auditor = _resolve(registry, "auditor", call.auditor_key, call.auditor)
-        ctx = AuditContext(
-            call.plan,
-            call.task,
-            call.attempt,
-            call.worker_key or "",
-            auditor.key,
-            call.assumption,
-            call.output,
-            call.evidence,
+        auditor = _resolve(registry, "auditor", identity.auditor_key, call.auditor)
+        outcome.verdict = _with_limits(
+            auditor, lambda: call_auditor(auditor, identity, call.output, call.evidence), identity.task, "auditor"
         )
-        outcome.verdict = _with_limits(auditor, lambda: call_auditor(auditor, ctx), call.task, "auditor")
     except ExecutionError as exc:
         outcome.audit_error = exc
     return outcome

@@ -5,7 +5,7 @@ order, carries ``name``, ``worker_key``, ``auditor_key``, ``assumes``, ``assumpt
 ``needs``, ``produces``, ``rationale``, ``state`` (pending / done / stale / failed — never
 blocked, which is recomputed), ``attempt``, ``decision_id``, ``output`` and ``error``.
 
-``restore_runner`` checks the snapshot against the graph it is restored onto and the registry it
+``restore_plan`` checks the snapshot against the graph it is restored onto and the registry it
 is given before building anything: references closed (needs name earlier tasks, so no cycles;
 assumption and decision ids exist with the right types), a done task has a live decision and an
 output, decision ids lie in the plan's own namespace, and every key is registered — a checkpoint
@@ -24,7 +24,7 @@ from contextmesh.core.canonical import MAX_SAFE_INTEGER, digest, file_bytes, loa
 from contextmesh.core.errors import ContextMeshError, SnapshotError
 from contextmesh.core.graph import ContextGraph
 from contextmesh.core.ids import slug
-from contextmesh.execution.in_process import Executor
+from contextmesh.execution.calls import Executor
 from contextmesh.execution.plan import Plan, Task, TaskState
 from contextmesh.execution.task_registry import TaskRegistry
 from contextmesh.formats.records import check_header, exact_keys, expect_dict, expect_list
@@ -34,10 +34,10 @@ __all__ = [
     "EXECUTION_SCHEMA",
     "EXECUTION_VERSION",
     "MAX_ATTEMPT",
-    "dump_runner",
-    "load_runner",
-    "restore_runner",
-    "snapshot_runner",
+    "dump_plan",
+    "load_plan",
+    "restore_plan",
+    "snapshot_plan",
 ]
 
 EXECUTION_SCHEMA = "contextmesh.execution"
@@ -62,41 +62,42 @@ _TASK_FIELDS = (
 )
 
 
-def snapshot_runner(runner: Plan) -> dict[str, Any]:
+def snapshot_plan(plan: Plan) -> dict[str, Any]:
     """The plan's state as plain data (refuses a plan holding plain callables)."""
-    runner.require_checkpointable()
+    plan.require_checkpointable()
     return {
         "schema": EXECUTION_SCHEMA,
         "version": EXECUTION_VERSION,
-        "plan": runner.plan,
-        "round": runner.round,
-        "tasks": [
-            {
-                "name": t.name,
-                "worker_key": t.worker_key,
-                "auditor_key": t.auditor_key,
-                "assumes": t.assumes,
-                "assumption_id": t.assumption_id,
-                "needs": list(t.needs),
-                "produces": list(t.produces),
-                "rationale": t.rationale,
-                "state": t.state.value,
-                "attempt": t.attempt,
-                "decision_id": t.decision_id,
-                "output": t.output,
-                "error": t.error,
-            }
-            for t in runner.tasks.values()
-        ],
+        "plan": plan.name,
+        "round": plan.round,
+        "tasks": [_task_data(t) for t in plan.tasks.values()],
     }
 
 
-def dump_runner(runner: Plan) -> bytes:
+def _task_data(task: Task) -> dict[str, Any]:
+    return {
+        "name": task.name,
+        "worker_key": task.worker_key,
+        "auditor_key": task.auditor_key,
+        "assumes": task.assumes,
+        "assumption_id": task.assumption_id,
+        "needs": list(task.needs),
+        "produces": list(task.produces),
+        "rationale": task.rationale,
+        "state": task.state.value,
+        "attempt": task.attempt,
+        "decision_id": task.decision_id,
+        "output": task.output,
+        "error": task.error,
+    }
+
+
+def dump_plan(plan: Plan) -> bytes:
     """The file bytes of a plan's state."""
-    return file_bytes(snapshot_runner(runner))
+    return file_bytes(snapshot_plan(plan))
 
 
-def load_runner(
+def load_plan(
     data: bytes,
     graph: ContextGraph,
     registry: TaskRegistry,
@@ -104,8 +105,8 @@ def load_runner(
     ledger: RunLedger | None = None,
     executor: Executor | None = None,
 ) -> Plan:
-    """Parse a snapshot file and restore its runner onto ``graph`` with ``registry``."""
-    return restore_runner(loads(data), graph, registry, ledger=ledger, executor=executor)
+    """Parse a snapshot file and restore its plan onto ``graph`` with ``registry``."""
+    return restore_plan(loads(data), graph, registry, ledger=ledger, executor=executor)
 
 
 def _text(value: Any, path: str, *, nullable: bool = False, empty: bool = False) -> Any:
@@ -121,49 +122,88 @@ def _texts(value: Any, path: str) -> tuple[str, ...]:
     return tuple(_text(item, f"{path}[{i}]") for i, item in enumerate(items))
 
 
-def restore_runner(
+def restore_plan(
     data: Any,
     graph: ContextGraph,
-    registry: TaskRegistry,
+    registry: TaskRegistry | None,
     *,
     ledger: RunLedger | None = None,
     executor: Executor | None = None,
 ) -> Plan:
-    """Check a snapshot against ``graph`` and ``registry``, then build its runner."""
+    """Check a snapshot against ``graph`` and ``registry``, then build its plan.
+
+    With ``registry=None`` the keys are not looked up (E16 is the one rule not applied) and the
+    plan has no registry: its keys stay unresolved.
+    """
     top = expect_dict(data, "$")
     check_header(top, EXECUTION_SCHEMA, EXECUTION_VERSION, original_versions=(1,))
     exact_keys(top, ("schema", "version", "plan", "round", "tasks"), "$")
-    plan = _text(top["plan"], "plan")
+    plan_name = _text(top["plan"], "plan")
     round_ = top["round"]
     if type(round_) is not int or round_ < 0:
         raise SnapshotError("round", repr(round_), "the round is a non-negative integer")
-    source_id = slug(f"execution plan: {plan}", "source")
+    source_id = slug(f"execution plan: {plan_name}", "source")
     if source_id not in graph or graph.node(source_id).type != "source":
-        raise SnapshotError("plan", repr(plan), f"the graph holds no plan source '{source_id}' for this plan")
+        raise SnapshotError("plan", repr(plan_name), f"the graph holds no plan source '{source_id}' for this plan")
     tasks: dict[str, Task] = {}
     for index, raw in enumerate(expect_list(top["tasks"], "tasks")):
         path = f"tasks[{index}]"
         item = expect_dict(raw, path)
         exact_keys(item, _TASK_FIELDS, path)
-        task = _restore_task(item, path, graph, registry, tasks, plan)
+        task = _restore_task(item, path, graph, registry, tasks, plan_name)
         tasks[task.name] = task
-    runner = Plan(plan, graph, registry=registry, ledger=ledger, executor=executor)
-    runner.tasks = tasks
-    runner.round = round_
-    return runner
+    plan = Plan(plan_name, graph, registry=registry, ledger=ledger, executor=executor)
+    plan.tasks = tasks
+    plan.round = round_
+    return plan
 
 
 def _restore_task(
-    item: dict[str, Any], path: str, graph: ContextGraph, registry: TaskRegistry, earlier: dict[str, Task], plan: str
+    item: dict[str, Any],
+    path: str,
+    graph: ContextGraph,
+    registry: TaskRegistry | None,
+    earlier: dict[str, Task],
+    plan_name: str,
 ) -> Task:
     name = _text(item["name"], f"{path}.name")
     if name in earlier:
         raise SnapshotError(f"{path}.name", repr(name), "task names are unique within a plan")
+    worker_key, auditor_key = _restore_keys(item, path, registry)
+    assumes, assumption_id = _restore_ground(item, path, graph)
+    needs = _texts(item["needs"], f"{path}.needs")
+    for position, need in enumerate(needs):
+        if need not in earlier:
+            raise SnapshotError(f"{path}.needs[{position}]", repr(need), "a task needs tasks declared before it")
+    produces = _texts(item["produces"], f"{path}.produces")
+    rationale = _text(item["rationale"], f"{path}.rationale", empty=True)
+    state, attempt, decision_id = _restore_progress(item, path, graph, plan_name, name, worker_key)
+    return Task(
+        name=name,
+        assumes=assumes,
+        assumption_id=assumption_id,
+        worker_key=worker_key,
+        auditor_key=auditor_key,
+        needs=needs,
+        produces=produces,
+        rationale=rationale,
+        state=state,
+        attempt=attempt,
+        decision_id=decision_id,
+        output=item["output"],
+        error=_text(item["error"], f"{path}.error", nullable=True, empty=True),
+    )
+
+
+def _restore_keys(item: dict[str, Any], path: str, registry: TaskRegistry | None) -> tuple[str, str | None]:
+    """The task's worker and auditor keys, each registered in ``registry`` (E16; skipped without one)."""
     worker_key = _text(item["worker_key"], f"{path}.worker_key")
     auditor_key = _text(item["auditor_key"], f"{path}.auditor_key", nullable=True)
+    if registry is None:
+        return worker_key, auditor_key
     for field_name, key, lookup in (
-        ("worker_key", worker_key, registry.worker),
-        ("auditor_key", auditor_key, registry.auditor),
+        ("worker_key", worker_key, registry.lookup_worker),
+        ("auditor_key", auditor_key, registry.lookup_auditor),
     ):
         if key is None:
             continue
@@ -173,6 +213,11 @@ def _restore_task(
             raise SnapshotError(
                 f"{path}.{field_name}", repr(key), f"every key must be registered here: {exc}"
             ) from None
+    return worker_key, auditor_key
+
+
+def _restore_ground(item: dict[str, Any], path: str, graph: ContextGraph) -> tuple[str, str]:
+    """The task's statement and assumption id, which the graph's assumption must agree with."""
     assumes = _text(item["assumes"], f"{path}.assumes")
     assumption_id = _text(item["assumption_id"], f"{path}.assumption_id")
     record = graph.assumptions.get(assumption_id)
@@ -182,12 +227,13 @@ def _restore_task(
         )
     if record.statement != assumes:
         raise SnapshotError(f"{path}.assumes", repr(assumes), f"the graph's assumption says {record.statement!r}")
-    needs = _texts(item["needs"], f"{path}.needs")
-    for position, need in enumerate(needs):
-        if need not in earlier:
-            raise SnapshotError(f"{path}.needs[{position}]", repr(need), "a task needs tasks declared before it")
-    produces = _texts(item["produces"], f"{path}.produces")
-    rationale = _text(item["rationale"], f"{path}.rationale", empty=True)
+    return assumes, assumption_id
+
+
+def _restore_progress(
+    item: dict[str, Any], path: str, graph: ContextGraph, plan_name: str, name: str, worker_key: str
+) -> tuple[TaskState, int, str | None]:
+    """The task's state, attempt and decision, checked against the decision node they name."""
     state_text = item["state"]
     if type(state_text) is not str or state_text not in {s.value for s in TaskState}:
         raise SnapshotError(f"{path}.state", repr(state_text), "a stored state is pending, done, stale or failed")
@@ -201,30 +247,15 @@ def _restore_task(
         )
     decision_id = _text(item["decision_id"], f"{path}.decision_id", nullable=True)
     if decision_id is not None:
-        _check_decision(decision_id, f"{path}.decision_id", graph, plan, name, attempt)
+        _check_decision(decision_id, f"{path}.decision_id", graph, plan_name, name, attempt)
     if state is TaskState.DONE:
         _check_done(item, path, graph, decision_id, worker_key)
     if state is TaskState.PENDING and decision_id is not None:
         raise SnapshotError(f"{path}.decision_id", repr(decision_id), "a pending task has not made a decision yet")
-    error = _text(item["error"], f"{path}.error", nullable=True, empty=True)
-    return Task(
-        name,
-        assumes,
-        assumption_id,
-        worker_key,
-        auditor_key,
-        needs,
-        produces,
-        rationale,
-        state,
-        attempt,
-        decision_id,
-        item["output"],
-        error,
-    )
+    return state, attempt, decision_id
 
 
-def _check_decision(decision_id: str, path: str, graph: ContextGraph, plan: str, name: str, attempt: int) -> None:
+def _check_decision(decision_id: str, path: str, graph: ContextGraph, plan_name: str, name: str, attempt: int) -> None:
     """E24: a decision node of this plan and task, minted at the attempt it records (at most ``attempt``)."""
     node = graph.nodes.get(decision_id)
     if node is None or node.type != "decision":
@@ -235,12 +266,12 @@ def _check_decision(decision_id: str, path: str, graph: ContextGraph, plan: str,
     if (
         type(minted_at) is not int
         or not 1 <= minted_at <= attempt
-        or slug(f"{plan}|{name}|v{minted_at}", "decision") != decision_id
+        or slug(f"{plan_name}|{name}|v{minted_at}", "decision") != decision_id
     ):
         raise SnapshotError(
             path,
             repr(decision_id),
-            f"a task's decision id lies in plan '{plan}''s namespace "
+            f"a task's decision id lies in plan '{plan_name}''s namespace "
             f"for task '{name}' at an attempt up to {attempt}, the one its attrs.attempt records",
         )
 

@@ -41,6 +41,7 @@ __all__ = [
     "LEDGER_VERSION",
     "LedgerEntry",
     "RunLedger",
+    "detached_entry",
     "entry_digest",
 ]
 
@@ -225,7 +226,19 @@ class RunLedger:
         return ledger
 
 
-def _check_entry(entry: dict[str, Any], path: str, seq: int, previous: str) -> None:
+def detached_entry(raw: Any, path: str, index: int) -> LedgerEntry:
+    """One entry taken out of its ledger (a proof bundle's), checked by L10-L20 and L22 as ``entries[index]``.
+
+    L21 needs the entry before it, which a detached entry does not carry: its ``previous`` is only
+    checked to be a hex64 (L20). Its ``digest`` still must recompute (L22), so an edit shows.
+    """
+    entry = expect_dict(raw, path)
+    exact_keys(entry, _FIELDS, path)
+    _check_entry(entry, path, index + 1, None)
+    return LedgerEntry(**_copy_data(entry))
+
+
+def _check_entry(entry: dict[str, Any], path: str, seq: int, previous: str | None) -> None:
     if type(entry["seq"]) is not int or entry["seq"] != seq:
         raise SnapshotError(f"{path}.seq", repr(entry["seq"]), f"entries are numbered 1, 2, … (expected {seq})")
     if type(entry["round"]) is not int or entry["round"] < 0:  # type(...) is int refuses bools too
@@ -255,7 +268,7 @@ def _check_entry(entry: dict[str, Any], path: str, seq: int, previous: str) -> N
     for name in ("previous", "digest"):
         if type(entry[name]) is not str or not _HEX.match(entry[name]):
             raise SnapshotError(f"{path}.{name}", repr(entry[name]), "a digest is 64 lower-case hex digits")
-    if entry["previous"] != previous:
+    if previous is not None and entry["previous"] != previous:
         raise SnapshotError(
             f"{path}.previous", repr(entry["previous"]), f"each entry chains to the digest before it ({previous})"
         )

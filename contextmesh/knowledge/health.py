@@ -4,8 +4,12 @@
 dashboard or a monitor can diff two reports. ``status`` is ``error`` when any error-severity signal
 has a count, ``warn`` when any warning does, ``ok`` otherwise.
 
-Assumption staleness is measured in walk rounds (the session's rounds clock), not in builds: a
-graph that is rebuilt often but never asked anything has not re-examined its assumptions.
+Assumption staleness is measured on the plan's clock. A plan's audit stamps the ground it looked at
+with ``checked_round``, the plan round it ran in, so ``plan_round`` (the plan's current round) minus
+that stamp is how many plan rounds have passed since an auditor last looked at the world for it; a
+ground never audited counts from round 0. Walk rounds (how many rounds of questions trained the
+walker) are another clock and play no part: subtracting a plan round from a walk-round count made a
+ground audited a moment earlier look stale once the session had been asked enough.
 
 Invariant: ``untyped_edges`` is always present and always 0 (GRAPH.md rule 1).
 """
@@ -15,6 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from contextmesh.core.graph import ContextGraph
+from contextmesh.core.model import NodeRecord
 from contextmesh.knowledge.resolve import Resolver
 from contextmesh.knowledge.traverse import Walker
 
@@ -102,31 +107,51 @@ def check(
     resolver: Resolver | None = None,
     walker: Walker | None = None,
     *,
-    rounds: int = 0,
+    plan_round: int = 0,
     stale_after_rounds: int = 25,
 ) -> HealthReport:
-    """Compute every signal over the live graph."""
+    """Compute every signal over the live graph; ``plan_round`` is the round of the plan that audits
+    its grounds (0 when no plan runs on this graph)."""
     live = [n for n in graph if n.live]
     signals = [
-        Signal(
-            "untyped_edges",
-            "error" if graph.untyped_edges else "info",
-            graph.untyped_edges,
-            "edges stored without a GRAPH.md type",
-            "none needed: no code path can store one",
-        ),
+        _untyped_edges(graph),
+        _orphans(graph, live),
+        _provenance_gaps(graph, live),
+        _unresolved_entities(resolver),
+        _missing_relationships(graph, live),
+        _stale_assumptions(graph, plan_round, stale_after_rounds),
+        _open_contradictions(graph),
+        _dead_ends(walker),
+        _invalidated_nodes(graph),
     ]
-    orphans = [n.id for n in live if not graph.out_edges(n.id) and not graph.in_edges(n.id)]
-    signals.append(
-        Signal(
-            "orphans",
-            "warn",
-            len(orphans),
-            f"{len(orphans)} live node(s) with no live edge",
-            "link them to what they came from, or let PRUNE drop them",
-            _items(orphans),
-        )
+    edges_live = sum(1 for e in graph.edges.values() if graph.edge_is_live(e))
+    used = sum(1 for n in graph.edge_counts().values() if n)
+    return HealthReport(signals, len(live), len(graph), edges_live, used)
+
+
+def _untyped_edges(graph: ContextGraph) -> Signal:
+    return Signal(
+        "untyped_edges",
+        "error" if graph.untyped_edges else "info",
+        graph.untyped_edges,
+        "edges stored without a GRAPH.md type",
+        "none needed: no code path can store one",
     )
+
+
+def _orphans(graph: ContextGraph, live: list[NodeRecord]) -> Signal:
+    orphans = [n.id for n in live if not graph.out_edges(n.id) and not graph.in_edges(n.id)]
+    return Signal(
+        "orphans",
+        "warn",
+        len(orphans),
+        f"{len(orphans)} live node(s) with no live edge",
+        "link them to what they came from, or let PRUNE drop them",
+        _items(orphans),
+    )
+
+
+def _provenance_gaps(graph: ContextGraph, live: list[NodeRecord]) -> Signal:
     gaps = []
     for node in live:
         if node.type not in {"claim", "decision"}:
@@ -134,94 +159,97 @@ def check(
         to_source = any(graph.node(e.dst).type == "source" for e in graph.out_edges(node.id, ("derived_from", "cites")))
         if node.provenance is None and not to_source:
             gaps.append(node.id)
-    signals.append(
-        Signal(
-            "provenance_gap",
-            "error",
-            len(gaps),
-            f"{len(gaps)} claim(s)/decision(s) with no way back to a source",
-            "record provenance or a derived_from/cites edge to the source",
-            _items(gaps),
-        )
+    return Signal(
+        "provenance_gap",
+        "error",
+        len(gaps),
+        f"{len(gaps)} claim(s)/decision(s) with no way back to a source",
+        "record provenance or a derived_from/cites edge to the source",
+        _items(gaps),
     )
-    unresolved = [r.mention for r in resolver.log if not r.resolved] if resolver else []
-    near = [r.mention for r in (resolver.log if resolver else []) if r.reason and r.reason.startswith("best candidate")]
-    signals.append(
-        Signal(
-            "unresolved_entities",
-            "warn",
-            len(near),
-            f"{len(near)} near miss(es) below the threshold; {len(unresolved)} mention(s) unresolved in all",
-            "register the missing alias, or accept the drop",
-            _items(list(dict.fromkeys(near))),
-        )
+
+
+def _unresolved_entities(resolver: Resolver | None) -> Signal:
+    log = resolver.log if resolver else []
+    unresolved = [r.mention for r in log if not r.resolved]
+    near = [r.mention for r in log if r.reason and r.reason.startswith("best candidate")]
+    return Signal(
+        "unresolved_entities",
+        "warn",
+        len(near),
+        f"{len(near)} near miss(es) below the threshold; {len(unresolved)} mention(s) unresolved in all",
+        "register the missing alias, or accept the drop",
+        _items(list(dict.fromkeys(near))),
     )
+
+
+def _missing_relationships(graph: ContextGraph, live: list[NodeRecord]) -> Signal:
     missing = [
         n.id
         for n in live
         if n.type == "entity"
         and not any(graph.node(e.src).type == "claim" for e in graph.in_edges(n.id, ("mentions",)))
     ]
-    signals.append(
-        Signal(
-            "missing_relationships",
-            "warn",
-            len(missing),
-            f"{len(missing)} live entit(y/ies) no live claim mentions",
-            "add the claims that relate them, or let them age out",
-            _items(missing),
-        )
+    return Signal(
+        "missing_relationships",
+        "warn",
+        len(missing),
+        f"{len(missing)} live entit(y/ies) no live claim mentions",
+        "add the claims that relate them, or let them age out",
+        _items(missing),
     )
+
+
+def _stale_assumptions(graph: ContextGraph, plan_round: int, stale_after_rounds: int) -> Signal:
+    # Both sides are plan rounds: ``checked_round`` is the plan round of the ground's last audit.
     stale = [
         a.id
         for a in graph.assumptions.values()
         if a.status == "active"
         and graph.is_live(a.id)
-        and rounds - _int(graph.node(a.id).attrs.get("checked_round")) > stale_after_rounds
+        and plan_round - _int(graph.node(a.id).attrs.get("checked_round")) > stale_after_rounds
     ]
-    signals.append(
-        Signal(
-            "stale_assumptions",
-            "warn",
-            len(stale),
-            f"{len(stale)} active assumption(s) not rechecked for more than {stale_after_rounds} rounds",
-            "run a recheck so an auditor looks at the world again",
-            _items(stale),
-        )
+    return Signal(
+        "stale_assumptions",
+        "warn",
+        len(stale),
+        f"{len(stale)} active assumption(s) not rechecked for more than {stale_after_rounds} plan rounds",
+        "run a recheck so an auditor looks at the world again",
+        _items(stale),
     )
+
+
+def _open_contradictions(graph: ContextGraph) -> Signal:
     contradicting = list(
         dict.fromkeys(e.src for e in graph.edges.values() if e.type == "contradicts" and graph.edge_is_live(e))
     )
-    signals.append(
-        Signal(
-            "open_contradictions",
-            "warn",
-            len(contradicting),
-            f"{len(contradicting)} live node(s) contradict another live node",
-            "settle each with evidence, or reject the assumption behind one side",
-            _items(contradicting),
-        )
+    return Signal(
+        "open_contradictions",
+        "warn",
+        len(contradicting),
+        f"{len(contradicting)} live node(s) contradict another live node",
+        "settle each with evidence, or reject the assumption behind one side",
+        _items(contradicting),
     )
+
+
+def _dead_ends(walker: Walker | None) -> Signal:
     ledger = walker.dead_end_ledger() if walker else {}
     total = sum(ledger.values())
     detail = "; ".join(f"{reason}={count}" for reason, count in ledger.items() if count) or "no dead ends"
-    signals.append(
-        Signal("dead_ends", "warn", total, detail, "read each dead end's detail: it names what the walk tried")
-    )
+    return Signal("dead_ends", "warn", total, detail, "read each dead end's detail: it names what the walk tried")
+
+
+def _invalidated_nodes(graph: ContextGraph) -> Signal:
     fallen = [n.id for n in graph if n.invalidated]
-    signals.append(
-        Signal(
-            "invalidated_nodes",
-            "info",
-            len(fallen),
-            f"{len(fallen)} node(s) invalidated",
-            "repair the work that stood on the rejected ground",
-            _items(fallen),
-        )
+    return Signal(
+        "invalidated_nodes",
+        "info",
+        len(fallen),
+        f"{len(fallen)} node(s) invalidated",
+        "repair the work that stood on the rejected ground",
+        _items(fallen),
     )
-    edges_live = sum(1 for e in graph.edges.values() if graph.edge_is_live(e))
-    used = sum(1 for n in graph.edge_counts().values() if n)
-    return HealthReport(signals, len(live), len(graph), edges_live, used)
 
 
 def _int(value: object) -> int:

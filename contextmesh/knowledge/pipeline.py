@@ -29,7 +29,7 @@ from contextmesh.core.errors import ContextMeshError
 from contextmesh.core.graph import ContextGraph
 from contextmesh.core.ids import slug
 from contextmesh.core.model import Provenance
-from contextmesh.knowledge.corpus import Corpus
+from contextmesh.knowledge.corpus import Corpus, SourceSpec, SpanSpec
 from contextmesh.knowledge.embed import Embedder, HashedEmbedder
 from contextmesh.knowledge.extract import drop_reason
 from contextmesh.knowledge.resolve import Resolver
@@ -111,6 +111,22 @@ class BuildResult:
     chunks: list[Chunk]
 
 
+@dataclass
+class _Build:
+    """One build in progress: what the stages share, filled in stage by stage."""
+
+    corpus: Corpus
+    graph: ContextGraph
+    resolver: Resolver
+    reports: dict[str, StageReport]
+    tick: Progress
+    spans: list[tuple[SourceSpec, SpanSpec]]
+    source_ids: dict[str, str] = field(default_factory=dict)  # source key -> node id
+    claim_ids: dict[str, str] = field(default_factory=dict)  # span key -> claim id, admitted spans only
+    title_mentions: dict[str, list[str]] = field(default_factory=dict)  # source key -> entity ids
+    claim_mentions: dict[str, list[str]] = field(default_factory=dict)  # claim id -> entity ids
+
+
 def build(
     corpus: Corpus,
     *,
@@ -121,35 +137,49 @@ def build(
     embedder = embedder or HashedEmbedder()
     graph = ContextGraph()
     graph.next_build()
-    resolver = Resolver()
-    reports = {name: StageReport(name) for name in STAGES}
-    tick = progress or (lambda stage, done, total: None)
+    state = _Build(
+        corpus,
+        graph,
+        Resolver(),
+        {name: StageReport(name) for name in STAGES},
+        progress or (lambda stage, done, total: None),
+        corpus.spans(),
+    )
+    chunks = _chunk(state)
+    _extract(state)
+    _resolve(state)
+    _link(state)
+    _embed(state, embedder)
+    _prune(state)
+    return BuildResult(graph, state.resolver, BuildReport([state.reports[name] for name in STAGES]), chunks)
 
-    # CHUNK
-    chunk_stage = reports["CHUNK"]
+
+def _chunk(state: _Build) -> list[Chunk]:
+    """CHUNK: a source node per source; every span's paragraph a chunk for the flat baseline."""
+    report = state.reports["CHUNK"]
     chunks: list[Chunk] = []
-    source_ids: dict[str, str] = {}
-    for source in corpus.sources:
-        node = graph.add_node(
+    for source in state.corpus.sources:
+        node = state.graph.add_node(
             "source",
             source.title,
             attrs={"origin": source.origin, "retrieved_at": source.retrieved_at, "key": source.key},
         )
-        source_ids[source.key] = node.id
+        state.source_ids[source.key] = node.id
         for span in source.spans:
             chunks.append(Chunk(span.key, node.id, span.chunk))
-    chunk_stage.admitted = len(chunks)
-    chunk_stage.detail = {"sources": len(corpus.sources), "spans": len(chunks)}
+    report.admitted = len(chunks)
+    report.detail = {"sources": len(state.corpus.sources), "spans": len(chunks)}
+    return chunks
 
-    # EXTRACT
-    extract = reports["EXTRACT"]
-    claim_ids: dict[str, str] = {}
-    spans = corpus.spans()
-    for index, (source, span) in enumerate(spans):
-        tick("EXTRACT", index + 1, len(spans))
+
+def _extract(state: _Build) -> None:
+    """EXTRACT: a claim per span whose headline asserts something; the rest dropped with the reason."""
+    report, graph = state.reports["EXTRACT"], state.graph
+    for index, (source, span) in enumerate(state.spans):
+        state.tick("EXTRACT", index + 1, len(state.spans))
         reason = drop_reason(span.text)
         if reason is not None:
-            extract.drops.append(Drop(span.key, reason))
+            report.drops.append(Drop(span.key, reason))
             continue
         offset = _offset(source.spans, span.key)
         node = graph.add_node(
@@ -157,19 +187,21 @@ def build(
             span.text,
             attrs={"key": span.key},
             provenance=Provenance(
-                source_id=source_ids[source.key],
+                source_id=state.source_ids[source.key],
                 span=(offset, offset + len(span.text)),
                 extractor="extract.v1",
                 checks=("asserts",),
                 recorded_at_build=graph.build,
             ),
         )
-        claim_ids[span.key] = node.id
-    extract.admitted = len(claim_ids)
+        state.claim_ids[span.key] = node.id
+    report.admitted = len(state.claim_ids)
 
-    # RESOLVE
-    resolve_stage = reports["RESOLVE"]
-    for entity in corpus.entities:
+
+def _resolve(state: _Build) -> None:
+    """RESOLVE: every catalogue entity in, then the entity mentions of each source title and claim."""
+    report, graph, resolver = state.reports["RESOLVE"], state.graph, state.resolver
+    for entity in state.corpus.entities:
         entity_id = slug(entity.name, "entity")
         resolver.register(entity_id, entity.name, entity.aliases)
         graph.add_node(
@@ -177,76 +209,80 @@ def build(
         )
     folded: set[str] = set()
 
-    def _mentions(text: str) -> list[str]:
-        mentions, dropped = resolver.find_mentions(text)
-        resolve_stage.drops.extend(Drop(r.mention, r.reason or "unresolved") for r in dropped)
-        folded.update(m.record.normalized for m in mentions)
-        return list(dict.fromkeys(m.record.entity_id for m in mentions if m.record.entity_id))
+    def mentions(text: str) -> list[str]:
+        found, dropped = resolver.find_mentions(text)
+        report.drops.extend(Drop(r.mention, r.reason or "unresolved") for r in dropped)
+        folded.update(m.record.normalized for m in found)
+        return list(dict.fromkeys(m.record.entity_id for m in found if m.record.entity_id))
 
-    title_mentions = {source.key: _mentions(source.title) for source in corpus.sources}
-    claim_mentions: dict[str, list[str]] = {}
-    for _, span in spans:
-        claim_id = claim_ids.get(span.key)
+    state.title_mentions = {source.key: mentions(source.title) for source in state.corpus.sources}
+    for _, span in state.spans:
+        claim_id = state.claim_ids.get(span.key)
         if claim_id is not None:
-            claim_mentions[claim_id] = _mentions(span.text)
-    resolve_stage.admitted = sum(len(v) for v in claim_mentions.values()) + sum(len(v) for v in title_mentions.values())
-    resolve_stage.detail = {"entities": len(graph.by_type("entity")), "surface_forms_folded": len(folded)}
+            state.claim_mentions[claim_id] = mentions(span.text)
+    found = [*state.claim_mentions.values(), *state.title_mentions.values()]
+    report.admitted = sum(len(ids) for ids in found)
+    report.detail = {"entities": len(graph.by_type("entity")), "surface_forms_folded": len(folded)}
 
-    # LINK
-    link = reports["LINK"]
+
+def _link(state: _Build) -> None:
+    """LINK: typed edges only; an illegal pair is dropped with the graph's refusal as its reason."""
+    report, graph, source_ids = state.reports["LINK"], state.graph, state.source_ids
     first_source: dict[str, str] = {}
 
-    def _link(src: str, edge_type: str, dst: str, item: str) -> None:
+    def link(src: str, edge_type: str, dst: str, item: str) -> None:
         try:
             graph.add_edge(src, edge_type, dst)
         except ContextMeshError as exc:
-            link.drops.append(Drop(item, str(exc)))
+            report.drops.append(Drop(item, str(exc)))
             return
-        link.admitted += 1
+        report.admitted += 1
 
-    for source in corpus.sources:
-        for entity_id in title_mentions[source.key]:
-            _link(source_ids[source.key], "mentions", entity_id, source.key)
+    for source in state.corpus.sources:
+        for entity_id in state.title_mentions[source.key]:
+            link(source_ids[source.key], "mentions", entity_id, source.key)
             first_source.setdefault(entity_id, source_ids[source.key])
-    for source, span in spans:
-        claim_id = claim_ids.get(span.key)
+    for source, span in state.spans:
+        claim_id = state.claim_ids.get(span.key)
         if claim_id is None:
             continue
         source_id = source_ids[source.key]
-        _link(claim_id, "derived_from", source_id, span.key)
-        for entity_id in claim_mentions[claim_id]:
-            _link(claim_id, "mentions", entity_id, span.key)
+        link(claim_id, "derived_from", source_id, span.key)
+        for entity_id in state.claim_mentions[claim_id]:
+            link(claim_id, "mentions", entity_id, span.key)
             if graph.find_edge(source_id, "mentions", entity_id) is None:
-                _link(source_id, "mentions", entity_id, source.key)
+                link(source_id, "mentions", entity_id, source.key)
             first_source.setdefault(entity_id, source_id)
     for entity_id, source_id in first_source.items():
-        _link(entity_id, "derived_from", source_id, entity_id)
-    for _, span in spans:
+        link(entity_id, "derived_from", source_id, entity_id)
+    for _, span in state.spans:
         for relation in span.relations:
-            src, dst = claim_ids.get(span.key), claim_ids.get(relation.target)
+            item = f"{span.key} -{relation.type}-> {relation.target}"
+            src, dst = state.claim_ids.get(span.key), state.claim_ids.get(relation.target)
             if src is None or dst is None:
-                link.drops.append(
-                    Drop(f"{span.key} -{relation.type}-> {relation.target}", "an endpoint is not a claim")
-                )
+                report.drops.append(Drop(item, "an endpoint is not a claim"))
                 continue
-            _link(src, relation.type, dst, f"{span.key} -{relation.type}-> {relation.target}")
-    link.detail = {t: n for t, n in graph.edge_counts(live_only=False).items() if n}
+            link(src, relation.type, dst, item)
+    report.detail = {t: n for t, n in graph.edge_counts(live_only=False).items() if n}
 
-    # EMBED
-    embed_stage = reports["EMBED"]
+
+def _embed(state: _Build, embedder: Embedder) -> None:
+    """EMBED: every node a vector of its label."""
+    report, graph = state.reports["EMBED"], state.graph
     for index, node in enumerate(graph):
-        tick("EMBED", index + 1, len(graph))
+        state.tick("EMBED", index + 1, len(graph))
         node.embedding = embedder.embed(node.label)
-        embed_stage.admitted += 1
-    embed_stage.detail = {"dimensions": embedder.dimensions}
+        report.admitted += 1
+    report.detail = {"dimensions": embedder.dimensions}
 
-    # PRUNE (build time): nothing connects it
-    prune_stage = reports["PRUNE"]
+
+def _prune(state: _Build) -> None:
+    """PRUNE (build time): flag what nothing connects."""
+    report, graph = state.reports["PRUNE"], state.graph
     orphans = [node.id for node in graph if graph.degree(node.id) == 0]
     graph.prune(orphans)
-    prune_stage.drops.extend(Drop(node_id, "nothing connects it") for node_id in orphans)
-    prune_stage.admitted = len(graph) - len(orphans)
-    return BuildResult(graph, resolver, BuildReport([reports[name] for name in STAGES]), chunks)
+    report.drops.extend(Drop(node_id, "nothing connects it") for node_id in orphans)
+    report.admitted = len(graph) - len(orphans)
 
 
 def _offset(spans: tuple[object, ...], key: str) -> int:

@@ -153,7 +153,7 @@ class ServedSession:
             where = f"from {session.directory} generation {session.generation}, checkpoint {session.policy}"
             if session.policy == "never":
                 where += " (not written back)"
-        plan = "" if session.runner is None else f", plan '{session.runner.plan}' round {session.runner.round}"
+        plan = "" if session.runner is None else f", plan '{session.runner.name}' round {session.runner.round}"
         dispatch = "" if self.dispatcher is None else f", recheck/resume via {self.dispatcher.name}"
         return f"contextmesh MCP: {counts}{plan}, {writes}{dispatch}, {where}"
 

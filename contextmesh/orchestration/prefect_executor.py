@@ -10,8 +10,9 @@ holding ``{"flow_run_id", "task_run_id"}``, which the Plan writes into the ledge
 
 Invariants (``tests/orchestration/``):
 
-1. Task parameters and results are plain data: names, keys, the inputs copied from needs, evidence
-   as dicts; the registry is reached through the task function's closure, never passed.
+1. Task parameters and results are plain data: the task's identity as a dict
+   (:meth:`~contextmesh.execution.calls.TaskIdentity.to_dict`), the inputs copied from needs,
+   evidence as dicts; the registry is reached through the task function's closure, never passed.
 2. ``cache_policy=NO_CACHE``: ContextMesh decides reuse, Prefect never skips a worker.
 3. A key's ``timeout`` and ``retries`` are the task run's ``timeout_seconds`` and ``retries``. A key
    with a timeout runs as an async task whose worker runs in an abandoned-on-timeout thread, so
@@ -50,8 +51,8 @@ from prefect.task_engine import TaskRunTimeoutError
 
 from contextmesh.core.errors import ExecutionError
 from contextmesh.execution.boundary import AuditContractError, call_auditor, call_worker
-from contextmesh.execution.context import AuditContext, EvidenceView, RunContext, Verdict
-from contextmesh.execution.in_process import AuditCall, TaskCall, TaskOutcome, TaskTimeoutError
+from contextmesh.execution.calls import AuditCall, TaskCall, TaskIdentity, TaskOutcome, TaskTimeoutError
+from contextmesh.execution.context import EvidenceView, Verdict
 from contextmesh.execution.task_registry import Registration, TaskRegistry
 
 __all__ = ["PrefectExecutor", "RunRef", "cached_run", "flow_run_id", "identity_tags"]
@@ -101,7 +102,13 @@ def _evidence_data(evidence: Sequence[EvidenceView]) -> list[dict[str, Any]]:
 
 def _evidence_views(data: list[dict[str, Any]]) -> tuple[EvidenceView, ...]:
     return tuple(
-        EvidenceView(e["id"], e["text"], e["source_id"], e["external_id"], MappingProxyType(dict(e["metadata"])))
+        EvidenceView(
+            id=e["id"],
+            text=e["text"],
+            source_id=e["source_id"],
+            external_id=e["external_id"],
+            metadata=MappingProxyType(dict(e["metadata"])),
+        )
         for e in data
     )
 
@@ -109,36 +116,21 @@ def _evidence_views(data: list[dict[str, Any]]) -> tuple[EvidenceView, ...]:
 # -- the task bodies (plain data in, plain data out) ----------------------------------------------
 
 
-def _work(
-    registry: TaskRegistry,
-    task: str,
-    plan: str,
-    attempt: int,
-    worker_key: str,
-    assumption: str,
-    inputs: dict[str, Any],
-) -> Any:
-    worker = registry.worker(worker_key)
-    ctx = RunContext(plan, task, attempt, worker.key, assumption, MappingProxyType(inputs))
-    return call_worker(worker, ctx)
+def _registration(registry: TaskRegistry, role: Role, key: str | None) -> Registration:
+    if key is None:
+        raise ExecutionError(f"no {role} key to resolve")
+    return registry.lookup_worker(key) if role == "worker" else registry.lookup_auditor(key)
 
 
-def _judge(
-    registry: TaskRegistry,
-    task: str,
-    plan: str,
-    attempt: int,
-    worker_key: str | None,
-    auditor_key: str,
-    assumption: str,
-    output: Any,
-    evidence: list[dict[str, Any]],
-) -> State[Any]:
-    auditor = registry.auditor(auditor_key)
-    ctx = AuditContext(
-        plan, task, attempt, worker_key or "", auditor.key, assumption, output, _evidence_views(evidence)
-    )
-    verdict = call_auditor(auditor, ctx)
+def _work(registry: TaskRegistry, identity: dict[str, Any], inputs: dict[str, Any]) -> Any:
+    who = TaskIdentity.from_dict(identity)
+    return call_worker(_registration(registry, "worker", who.worker_key), who, MappingProxyType(inputs))
+
+
+def _judge(registry: TaskRegistry, identity: dict[str, Any], output: Any, evidence: list[dict[str, Any]]) -> State[Any]:
+    who = TaskIdentity.from_dict(identity)
+    auditor = _registration(registry, "auditor", who.auditor_key)
+    verdict = call_auditor(auditor, who, output, _evidence_views(evidence))
     names = {"ok": "Completed", "fail": "Fail", "disproved": "Disproved"}
     return Completed(name=names[verdict.kind], message=verdict.reason[:500], data=verdict.to_dict())
 
@@ -168,29 +160,20 @@ class _Bodies:
 
 
 def _bodies(registry: TaskRegistry) -> _Bodies:
-    def work(task: str, plan: str, attempt: int, worker_key: str, assumption: str, inputs: dict[str, Any]) -> Any:
-        return _work(registry, task, plan, attempt, worker_key, assumption, inputs)
+    def work(identity: dict[str, Any], inputs: dict[str, Any]) -> Any:
+        return _work(registry, identity, inputs)
 
-    def judge(
-        task: str,
-        plan: str,
-        attempt: int,
-        worker_key: str | None,
-        auditor_key: str,
-        assumption: str,
-        output: Any,
-        evidence: list[dict[str, Any]],
-    ) -> State[Any]:
-        return _judge(registry, task, plan, attempt, worker_key, auditor_key, assumption, output, evidence)
+    def judge(identity: dict[str, Any], output: Any, evidence: list[dict[str, Any]]) -> State[Any]:
+        return _judge(registry, identity, output, evidence)
 
     def make(fn: Callable[..., Any], name: str, run_name: str) -> Task[..., Any]:
         return Task(fn, name=name, task_run_name=run_name, cache_policy=NO_CACHE, persist_result=False)
 
     return _Bodies(
-        make(work, "cm-worker", "{task}"),
-        make(_asynchronous(work), "cm-worker", "{task}"),
-        make(judge, "cm-audit", "{task} · audit"),
-        make(_asynchronous(judge), "cm-audit", "{task} · audit"),
+        make(work, "cm-worker", "{identity[task]}"),
+        make(_asynchronous(work), "cm-worker", "{identity[task]}"),
+        make(judge, "cm-audit", "{identity[task]} · audit"),
+        make(_asynchronous(judge), "cm-audit", "{identity[task]} · audit"),
     )
 
 
@@ -249,36 +232,31 @@ class PrefectExecutor:
 
     # -- submitting ----------------------------------------------------------------------------
 
-    def _submit_worker(self, call: TaskCall, registry: TaskRegistry) -> PrefectFuture[Any]:
-        assert call.worker_key is not None
-        registration = registry.worker(call.worker_key)
-        found = identity_tags(call.plan, call.task, "worker", call.worker_key, call.assumption_id)
-        with _tags(found if self.tagged else []):
-            future = self._task(registry, "worker", registration).submit(
-                task=call.task,
-                plan=call.plan,
-                attempt=call.attempt,
-                worker_key=call.worker_key,
-                assumption=call.assumption,
-                inputs=dict(call.inputs),
+    def _start(
+        self, call: TaskCall | AuditCall, registry: TaskRegistry | None, role: Role, outcome: TaskOutcome
+    ) -> PrefectFuture[Any] | None:
+        """Submit the call's worker or audit task run, or write on ``outcome`` why it cannot be one."""
+        refused = _refusal(call, registry, role)
+        if refused is not None:
+            if role == "worker":
+                outcome.error = refused
+            else:
+                outcome.audit_error = refused
+            return None
+        assert registry is not None
+        identity = call.identity
+        if isinstance(call, TaskCall):
+            params: dict[str, Any] = {"inputs": dict(call.inputs)}
+            found = identity_tags(identity.plan, identity.task, "worker", identity.worker_key, identity.assumption_id)
+        else:
+            params = {"output": call.output, "evidence": _evidence_data(call.evidence)}
+            found = identity_tags(
+                identity.plan, identity.task, "audit", identity.worker_key, identity.assumption_id, identity.auditor_key
             )
-        self.task_runs += 1
-        return future
-
-    def _submit_audit(self, call: AuditCall, registry: TaskRegistry) -> PrefectFuture[Any]:
-        assert call.auditor_key is not None
-        registration = registry.auditor(call.auditor_key)
-        found = identity_tags(call.plan, call.task, "audit", call.worker_key, call.assumption_id, call.auditor_key)
+        registration = _registration(registry, role, _key(identity, role))
         with _tags(found if self.tagged else []):
-            future = self._task(registry, "auditor", registration).submit(
-                task=call.task,
-                plan=call.plan,
-                attempt=call.attempt,
-                worker_key=call.worker_key,
-                auditor_key=call.auditor_key,
-                assumption=call.assumption,
-                output=call.output,
-                evidence=_evidence_data(call.evidence),
+            future: PrefectFuture[Any] = self._task(registry, role, registration).submit(
+                identity=identity.to_dict(), **params
             )
         self.task_runs += 1
         return future
@@ -288,56 +266,35 @@ class PrefectExecutor:
     def run_layer(self, calls: Sequence[TaskCall], registry: TaskRegistry | None) -> list[TaskOutcome]:
         """Run every call's worker as a task run, then (when it succeeded) its audit; call order."""
         flow_run = flow_run_id()
-        outcomes = [TaskOutcome(call.task) for call in calls]
+        outcomes = [TaskOutcome(call.identity.task) for call in calls]
         workers: dict[PrefectFuture[Any], int] = {}
         for index, call in enumerate(calls):
-            refused = _refusal(call, registry, "worker")
-            if refused is not None:
-                outcomes[index].error = refused
-                continue
-            assert registry is not None
-            workers[self._submit_worker(call, registry)] = index
+            started = self._start(call, registry, "worker", outcomes[index])
+            if started is not None:
+                workers[started] = index
         audits: dict[PrefectFuture[Any], int] = {}
         for future in as_completed(list(workers)):
             index = workers[future]
             call, outcome = calls[index], outcomes[index]
             outcome.run = {"flow_run_id": flow_run, "task_run_id": str(future.task_run_id)}
-            outcome.output, outcome.error = _settle(future, call.task, call.worker_key, "worker", registry)
-            if outcome.error is not None or (call.auditor_key is None and call.auditor is None):
+            outcome.output, outcome.error = _settle(future, call.identity, "worker", registry)
+            if outcome.error is not None or not call.audited:
                 continue
-            audit = AuditCall(
-                call.plan,
-                call.task,
-                call.attempt,
-                call.worker_key,
-                call.auditor_key,
-                call.assumption,
-                call.assumption_id,
-                outcome.output,
-                call.evidence,
-                call.auditor,
-            )
-            refused = _refusal(audit, registry, "auditor")
-            if refused is not None:
-                outcome.audit_error = refused
-                continue
-            assert registry is not None
-            audits[self._submit_audit(audit, registry)] = index
+            started = self._start(call.audit(outcome.output), registry, "auditor", outcome)
+            if started is not None:
+                audits[started] = index
         self._collect_audits(audits, calls, outcomes, registry, flow_run)
         return outcomes
 
     def run_audits(self, calls: Sequence[AuditCall], registry: TaskRegistry | None) -> list[TaskOutcome]:
         """Run every call's auditor as a ``<task> · audit`` task run against its recorded output."""
         flow_run = flow_run_id()
-        outcomes = [TaskOutcome(call.task, output=call.output) for call in calls]
+        outcomes = [TaskOutcome(call.identity.task, output=call.output) for call in calls]
         audits: dict[PrefectFuture[Any], int] = {}
         for index, call in enumerate(calls):
-            refused = _refusal(call, registry, "auditor")
-            if refused is not None:
-                outcomes[index].audit_error = refused
-                continue
-            assert registry is not None
-            audits[self._submit_audit(call, registry)] = index
+            started = self._start(call, registry, "auditor", outcomes[index])
+            if started is not None:
+                audits[started] = index
         self._collect_audits(audits, calls, outcomes, registry, flow_run)
         return outcomes
 
@@ -353,35 +310,41 @@ class PrefectExecutor:
             index = audits[future]
             outcome = outcomes[index]
             outcome.audit_run = {"flow_run_id": flow_run, "task_run_id": str(future.task_run_id)}
-            data, error = _settle(future, calls[index].task, calls[index].auditor_key, "auditor", registry)
+            identity = calls[index].identity
+            data, error = _settle(future, identity, "auditor", registry)
             if error is not None:
                 outcome.audit_error = error
             else:
-                outcome.verdict = _verdict(data, calls[index].task, calls[index].auditor_key)
+                outcome.verdict = _verdict(data, identity.task, identity.auditor_key)
 
 
 def _refusal(call: TaskCall | AuditCall, registry: TaskRegistry | None, role: Role) -> ExecutionError | None:
     """Why a call cannot become a task run (a plain callable, no registry, an unknown key), or None."""
-    key = call.worker_key if role == "worker" else call.auditor_key
+    task, key = call.identity.task, _key(call.identity, role)
     plain = call.auditor if role == "auditor" else getattr(call, "worker", None)
     if plain is not None:
         return ExecutionError(
-            f"task '{call.task}' runs a plain {role} callable; the Prefect executor runs registered keys only "
+            f"task '{task}' runs a plain {role} callable; the Prefect executor runs registered keys only "
             "(register it under a key)"
         )
     if registry is None or key is None:
-        return ExecutionError(f"no registry to resolve the {role} key {key!r} of task '{call.task}'")
+        return ExecutionError(f"no registry to resolve the {role} key {key!r} of task '{task}'")
     try:
-        registry.worker(key) if role == "worker" else registry.auditor(key)
+        _registration(registry, role, key)
     except ExecutionError as exc:
         return exc
     return None
 
 
+def _key(identity: TaskIdentity, role: Role) -> str | None:
+    return identity.worker_key if role == "worker" else identity.auditor_key
+
+
 def _settle(
-    future: PrefectFuture[Any], task: str, key: str | None, role: Role, registry: TaskRegistry | None
+    future: PrefectFuture[Any], identity: TaskIdentity, role: Role, registry: TaskRegistry | None
 ) -> tuple[Any, ExecutionError | None]:
     """A finished task run's result, or the ExecutionError it ended with."""
+    task, key = identity.task, _key(identity, role)
     result = future.result(raise_on_failure=False)
     state = future.state
     if state.is_completed():
@@ -400,7 +363,7 @@ def _settle(
 def _timeout_of(registry: TaskRegistry | None, role: Role, key: str | None) -> str:
     if registry is None or key is None:
         return "key's"
-    found = registry.worker(key) if role == "worker" else registry.auditor(key)
+    found = _registration(registry, role, key)
     return "key's" if found.timeout is None else f"{found.timeout:g} s"
 
 

@@ -22,6 +22,10 @@ applied); the resolver against the graph; the run ledger against the manifest's 
 (``expect_head``); the plan against the graph and the registry; the ledger against the plan (every
 entry's task is in the plan, no entry in a round the plan never reached) and against the graph
 (every cited id exists).
+
+A read-only load (``read_only=True``, no registry) applies every check but one: the plan's keys are
+not looked up in a registry (rule E16 of the execution format), so the plan comes back with its keys
+unresolved — data, never code — and no task of it can run.
 """
 
 from __future__ import annotations
@@ -33,7 +37,7 @@ from contextmesh.core.canonical import loads, sha256_hex
 from contextmesh.core.errors import InputError, SessionError, SnapshotError
 from contextmesh.core.graph import ContextGraph
 from contextmesh.execution.plan import Plan
-from contextmesh.execution.snapshot import restore_runner
+from contextmesh.execution.snapshot import restore_plan
 from contextmesh.execution.task_registry import TaskRegistry
 from contextmesh.formats.graph_file import load_graph
 from contextmesh.formats.resolver_file import load_resolver
@@ -92,8 +96,9 @@ def _read_generation(directory: Path, generation: int) -> tuple[Manifest, dict[s
     return manifest, raw
 
 
-def load_directory(directory: Path, *, registry: TaskRegistry | None = None) -> Loaded:
-    """Load the newest whole generation of ``directory``."""
+def load_directory(directory: Path, *, registry: TaskRegistry | None = None, read_only: bool = False) -> Loaded:
+    """Load the newest whole generation of ``directory``; ``read_only`` lets a plan load without a
+    registry, its keys unresolved."""
     if not directory.is_dir():
         raise SessionError(f"{directory} is not a session directory")
     for attempt in range(_RETRIES + 1):
@@ -110,14 +115,16 @@ def load_directory(directory: Path, *, registry: TaskRegistry | None = None) -> 
                 raise SessionFileError(
                     missing, "missing", f"generation {generation} of {directory} names {missing}, which must exist"
                 ) from None
-    return _parse(directory, manifest, raw, registry)
+    return _parse(directory, manifest, raw, registry, read_only)
 
 
 def _in_file(name: str, exc: InputError) -> SessionFileError:
     return SessionFileError(f"{name}:{exc.path}", exc.found, exc.rule)
 
 
-def _parse(directory: Path, manifest: Manifest, raw: dict[str, bytes], registry: TaskRegistry | None) -> Loaded:
+def _parse(
+    directory: Path, manifest: Manifest, raw: dict[str, bytes], registry: TaskRegistry | None, read_only: bool
+) -> Loaded:
     try:
         graph = load_graph(raw["graph"])
         check_zeroed(graph)  # counters live in the telemetry companion, never in the graph file
@@ -137,13 +144,13 @@ def _parse(directory: Path, manifest: Manifest, raw: dict[str, bytes], registry:
             ledger = RunLedger.load(raw["runledger"], expect_head=manifest.ledger_head)
         except InputError as exc:
             raise _in_file(manifest.runledger.name, exc) from None
-        if registry is None:
+        if registry is None and not read_only:
             raise SessionError(
                 f"{directory} holds an execution plan; load it with the deployment's registry (keys are looked up "
                 "there, never imported)"
             )
         try:
-            runner = restore_runner(loads(raw["execution"]), graph, registry, ledger=ledger)
+            runner = restore_plan(loads(raw["execution"]), graph, registry, ledger=ledger)
         except InputError as exc:
             raise _in_file(manifest.execution.name, exc) from None
         _check_ledger(manifest, runner, ledger, graph)

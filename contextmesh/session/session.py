@@ -17,6 +17,12 @@ not get to write), so across processes only what landed is on disk — the gener
 :meth:`Session.describe` shows both.
 
 ``refresh`` lets a long-lived reader notice another writer's commit with one ``stat`` and reload.
+
+``Session.open_readonly`` loads a directory with no ``TaskRegistry``: every cross-file check runs
+but the registry's, a plan comes back with its keys kept as data (unresolved, so none of its tasks
+can run), and every write — ``commit``, ``checkpoint``, ``apply``, ``create`` — is refused with a
+:class:`SessionError` before anything is touched. It is how a reader that cannot resolve a plan's
+keys shows, verifies, checks or exports a session.
 """
 
 from __future__ import annotations
@@ -25,22 +31,24 @@ import contextlib
 import os
 import uuid
 from collections.abc import Callable
+from dataclasses import KW_ONLY, dataclass, field, fields
 from pathlib import Path
 from typing import Any, TypeVar
 
 from contextmesh.core.errors import InputError, SessionError
 from contextmesh.core.graph import ContextGraph
 from contextmesh.execution.plan import Plan
-from contextmesh.execution.snapshot import dump_runner
+from contextmesh.execution.snapshot import dump_plan
 from contextmesh.execution.task_registry import TaskRegistry
 from contextmesh.formats.resolver_file import dump_resolver
 from contextmesh.formats.run_ledger import RunLedger
+from contextmesh.knowledge.health import HealthReport, check
 from contextmesh.knowledge.resolve import Resolver
 from contextmesh.knowledge.traverse import FlatBaseline, Walk, Walker, WalkerSettings
 from contextmesh.session.commit import CommitConflictError, commit_generation, latest_generation
 from contextmesh.session.files import os_cause
 from contextmesh.session.layout import Companion, Manifest
-from contextmesh.session.load import load_directory
+from contextmesh.session.load import Loaded, load_directory
 from contextmesh.session.lock import SessionLockedError, create_lock_file
 from contextmesh.session.telemetry import dump_structure, dump_telemetry
 
@@ -51,48 +59,48 @@ T = TypeVar("T")
 _PLACEHOLDER = Companion("graph-" + "0" * 64 + ".json", "0" * 64, 0)
 
 
-class Session:
-    """A graph that outlives the process (or, without a directory, one that does not)."""
+def _new_session_id() -> str:
+    return str(uuid.uuid4())
 
-    def __init__(
-        self,
-        graph: ContextGraph,
-        resolver: Resolver,
-        *,
-        directory: Path | None = None,
-        session_id: str | None = None,
-        generation: int = 0,
-        rounds: int = 0,
-        settings: WalkerSettings | None = None,
-        corpus: str | None = None,
-        runner: Plan | None = None,
-        registry: TaskRegistry | None = None,
-        flat: FlatBaseline | None = None,
-        policy: str = "every-ask",
-    ) -> None:
-        if policy not in POLICIES:
-            raise SessionError(f"checkpoint policy {policy!r} is not one of {list(POLICIES)}")
-        self.graph = graph
-        self.resolver = resolver
-        self.directory = directory
-        self.session_id = session_id or str(uuid.uuid4())
-        self.generation = generation
-        self.rounds = rounds
-        self.settings = settings or WalkerSettings()
-        self.corpus = corpus
-        self.runner = runner
-        self.registry = registry
-        self.flat = flat
-        self.policy = policy
-        self.walker = Walker(graph, resolver, settings=self.settings, flat=flat)
-        self.pending = 0
-        self.commits = 0
-        self.contended = 0
-        self.conflicts = 0
-        self.failed = 0
-        self.last_skip: str | None = None
-        self.bytes_written = 0
-        self._stamp: tuple[int, int] | None = None
+
+@dataclass(eq=False, repr=False)
+class Session:
+    """A graph that outlives the process (or, without a directory, one that does not).
+
+    Its fields are declared once, here: the constructor, a load, a commit, a reload (``_adopt``)
+    and a clone (``dataclasses.replace``) all follow this list. A field a manifest stores names its
+    manifest key in its metadata (the format keeps ``rounds`` and ``walker``); the ones from
+    ``walker`` on are this process's state, never passed in.
+    """
+
+    graph: ContextGraph
+    resolver: Resolver
+    _: KW_ONLY
+    directory: Path | None = None
+    session_id: str = field(default_factory=_new_session_id, metadata={"manifest": "session_id"})
+    generation: int = field(default=0, metadata={"manifest": "generation"})
+    walk_rounds: int = field(default=0, metadata={"manifest": "rounds"})
+    settings: WalkerSettings = field(default_factory=WalkerSettings, metadata={"manifest": "walker"})
+    corpus: str | None = field(default=None, metadata={"manifest": "corpus"})
+    runner: Plan | None = None
+    registry: TaskRegistry | None = None
+    flat: FlatBaseline | None = None
+    policy: str = "every-ask"
+    read_only: bool = False
+    walker: Walker = field(init=False)
+    pending: int = field(default=0, init=False)
+    commits: int = field(default=0, init=False)
+    contended: int = field(default=0, init=False)
+    conflicts: int = field(default=0, init=False)
+    failed: int = field(default=0, init=False)
+    last_skip: str | None = field(default=None, init=False)
+    bytes_written: int = field(default=0, init=False)
+    _stamp: tuple[int, int] | None = field(default=None, init=False)
+
+    def __post_init__(self) -> None:
+        if self.policy not in POLICIES:
+            raise SessionError(f"checkpoint policy {self.policy!r} is not one of {list(POLICIES)}")
+        self.walker = Walker(self.graph, self.resolver, settings=self.settings, flat=self.flat)
 
     # -- creating and loading -------------------------------------------------------------
 
@@ -104,6 +112,7 @@ class Session:
         again: the commit takes back what it wrote, and this removes the lock file and every
         directory the save made.
         """
+        session._refuse_write(f"cannot save it to {directory}")
         made = _make_directories(directory)
         not_empty = SessionError(f"{directory} is not empty; a new session needs an empty directory")
         try:
@@ -136,22 +145,56 @@ class Session:
     ) -> Session:
         """Load the newest whole generation of ``directory`` (untrusted input, fully checked)."""
         loaded = load_directory(directory, registry=registry)
-        manifest = loaded.manifest
-        session = cls(
+        return cls._from_loaded(directory, loaded, registry=registry, flat=flat, policy=policy, read_only=False)
+
+    @classmethod
+    def open_readonly(cls, directory: Path, *, flat: FlatBaseline | None = None) -> Session:
+        """Load ``directory`` to read it, never to write it, with no registry.
+
+        Every check of :meth:`load` runs except the lookup of the plan's keys in a registry: the
+        plan keeps its keys as data, unresolved, so no task of it can run. Asking walks in memory
+        only (the policy is ``never``); ``commit``, ``checkpoint`` and ``apply`` raise
+        :class:`SessionError` and change no byte.
+        """
+        loaded = load_directory(directory, read_only=True)
+        return cls._from_loaded(directory, loaded, registry=None, flat=flat, policy="never", read_only=True)
+
+    @classmethod
+    def _from_loaded(
+        cls,
+        directory: Path,
+        loaded: Loaded,
+        *,
+        registry: TaskRegistry | None,
+        flat: FlatBaseline | None,
+        policy: str,
+        read_only: bool,
+    ) -> Session:
+        stored = {f.name: getattr(loaded.manifest, f.metadata["manifest"]) for f in _STORED_FIELDS}
+        return cls(
             loaded.graph,
             loaded.resolver,
             directory=directory,
-            session_id=manifest.session_id,
-            generation=manifest.generation,
-            rounds=manifest.rounds,
-            settings=manifest.walker,
-            corpus=manifest.corpus,
             runner=loaded.runner,
             registry=registry,
             flat=flat,
             policy=policy,
+            read_only=read_only,
+            **stored,
         )
-        return session
+
+    def _reload(self, directory: Path) -> Session:
+        if self.read_only:
+            return Session.open_readonly(directory, flat=self.flat)
+        return Session.load(directory, registry=self.registry, flat=self.flat, policy=self.policy)
+
+    def _refuse_write(self, what: str) -> None:
+        if self.read_only:
+            which = "this session" if self.directory is None else f"the session of {self.directory}"
+            raise SessionError(
+                f"{what}: {which} was opened read-only (Session.open_readonly), which never writes; "
+                "load it with Session.load(directory, registry=...) to change it"
+            )
 
     # -- committing -------------------------------------------------------------------------
 
@@ -172,27 +215,27 @@ class Session:
             "resolver": dump_resolver(self.resolver),
         }
         if self.runner is not None:
-            files["execution"] = dump_runner(self.runner)
+            files["execution"] = dump_plan(self.runner)
             files["runledger"] = self.runner.ledger.dump()
         return files
 
     def commit(self, *, lock_wait: float = 2.0) -> int:
         """Publish the next generation if the directory is still at the one this session loaded."""
+        self._refuse_write("cannot commit")
         if self.directory is None:
             raise SessionError("this session has no directory (an ephemeral demo); save it with --save DIR first")
         head = self.runner.ledger.head if self.runner is not None else None
+        stored = {f.metadata["manifest"]: getattr(self, f.name) for f in _STORED_FIELDS}
+        stored["generation"] += 1  # the generation this commit publishes
+        # Companions are named by the commit, once it has written them.
         draft = Manifest(
-            self.session_id,
-            self.generation + 1,
-            self.rounds,
-            self.settings,
-            self.corpus,
-            _PLACEHOLDER,
-            _PLACEHOLDER,
-            None,
-            None,
-            head,
-            _PLACEHOLDER,
+            **stored,
+            graph=_PLACEHOLDER,
+            telemetry=_PLACEHOLDER,
+            resolver=_PLACEHOLDER,
+            execution=None,
+            runledger=None,
+            ledger_head=head,
         )
         try:
             companions = self.companions()
@@ -211,6 +254,7 @@ class Session:
 
     def apply(self, mutate: Callable[[Session], T], *, retries: int = 3) -> T:
         """Run a re-playable mutation and commit it; on a conflict reload and run it again."""
+        self._refuse_write("cannot apply a change")  # before the mutation runs: it changes nothing
         result = mutate(self)
         for attempt in range(retries + 1):
             try:
@@ -220,7 +264,7 @@ class Session:
                 self.conflicts += 1
                 if attempt == retries:
                     raise
-                self._adopt(Session.load(self._dir(), registry=self.registry, flat=self.flat, policy=self.policy))
+                self._adopt(self._reload(self._dir()))
                 result = mutate(self)
         raise AssertionError("unreachable")  # pragma: no cover
 
@@ -230,9 +274,10 @@ class Session:
         return self.directory
 
     def _adopt(self, other: Session) -> None:
-        for name in ("graph", "resolver", "generation", "rounds", "settings", "corpus", "runner", "session_id"):
+        """Take a reload's state (every field passed in, and the walker built on it); keep this
+        process's counters."""
+        for name in (*_INIT_FIELDS, "walker"):
             setattr(self, name, getattr(other, name))
-        self.walker = Walker(self.graph, self.resolver, settings=self.settings, flat=self.flat)
 
     def refresh(self) -> bool:
         """Reload when another writer committed a newer generation (one ``stat``); True if it did."""
@@ -246,7 +291,7 @@ class Session:
         self._stamp = stamp
         if latest_generation(self.directory) <= self.generation:
             return False
-        self._adopt(Session.load(self.directory, registry=self.registry, flat=self.flat, policy=self.policy))
+        self._adopt(self._reload(self.directory))
         return True
 
     # -- asking, with the checkpoint policy --------------------------------------------------
@@ -264,8 +309,9 @@ class Session:
 
         A conflict or a held lock is a skipped commit (False; the work stays pending, the reason is
         :attr:`last_skip`). Any other failure to commit is counted, recorded and raised as a
-        :class:`SessionError` naming the directory.
+        :class:`SessionError` naming the directory. A read-only session refuses, pending work or not.
         """
+        self._refuse_write("cannot checkpoint")
         if not self.persistent or not self.pending:
             return False
         try:
@@ -305,7 +351,7 @@ class Session:
             "session_id": self.session_id,
             "generation": self.generation,
             "latest_on_disk": None if self.directory is None else latest_generation(self.directory),
-            "rounds": self.rounds,
+            "rounds": self.walk_rounds,
             "policy": self.policy,
             "walker": self.settings.to_dict(),
             "nodes_live": sum(live.values()),
@@ -316,7 +362,7 @@ class Session:
             "assumptions": len(self.graph.assumptions),
             "plan": None
             if self.runner is None
-            else {"name": self.runner.plan, "round": self.runner.round, "states": self.runner.states()},
+            else {"name": self.runner.name, "round": self.runner.round, "states": self.runner.states()},
             "ledger": None
             if self.runner is None
             else {
@@ -336,10 +382,22 @@ class Session:
             },
         }
 
+    def health(self, *, stale_after_rounds: int = 25) -> HealthReport:
+        """The graph's health; a ground's staleness is counted on the plan's clock (rounds of the plan
+        this session holds, none without one), never in walk rounds."""
+        plan_round = 0 if self.runner is None else self.runner.round
+        return check(
+            self.graph, self.resolver, self.walker, plan_round=plan_round, stale_after_rounds=stale_after_rounds
+        )
+
     @property
     def ledger(self) -> RunLedger | None:
         """The run ledger, when the session holds a plan."""
         return None if self.runner is None else self.runner.ledger
+
+
+_INIT_FIELDS = tuple(f.name for f in fields(Session) if f.init)
+_STORED_FIELDS = tuple(f for f in fields(Session) if "manifest" in f.metadata)
 
 
 def _make_directories(directory: Path) -> list[Path]:

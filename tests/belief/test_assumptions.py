@@ -275,6 +275,32 @@ def test_a_replacement_supersedes_the_rejected_assumption_which_stays_rejected(w
     assert new.id not in report.preserved_ids and new.id not in report.invalidated
 
 
+def test_a_rejected_assumption_is_replaced_later_as_its_successor(world: World) -> None:
+    world.ledger.reject(world.a, evidence_id=world.evidence)
+    new = world.ledger.replace_rejected(world.a, "bcrypt is available everywhere", created_by="runner")
+    old = world.ledger.record(world.a)
+    assert (new.status, new.version, new.supersedes, new.created_by) == ("active", 2, world.a, "runner")
+    assert (old.status, old.superseded_by) == ("rejected", new.id)
+    assert world.graph.find_edge(new.id, "supersedes", world.a) is not None
+    assert [r.id for r in world.ledger.lineage(world.a)] == [world.a, new.id]
+    data = dump_graph(world.graph)
+    assert dump_graph(load_graph(data)) == data
+
+
+def test_replacing_ground_that_is_not_rejected_or_already_replaced_is_refused_and_writes_nothing(
+    world: World,
+) -> None:
+    before = snapshot(world.graph)
+    with pytest.raises(BeliefError, match="its status is active"):
+        world.ledger.replace_rejected(world.a, "bcrypt is available everywhere")
+    assert snapshot(world.graph) == before
+    world.ledger.reject(world.a, evidence_id=world.evidence, replacement="bcrypt is available everywhere")
+    before = snapshot(world.graph)
+    with pytest.raises(BeliefError, match="already succeeds it"):
+        world.ledger.replace_rejected(world.a, "scrypt is available everywhere")
+    assert snapshot(world.graph) == before
+
+
 @pytest.mark.parametrize("replacement", [None, "bcrypt is available everywhere"])
 def test_the_file_still_loads_after_a_rejection(world: World, replacement: str | None) -> None:
     world.ledger.reject(world.a, evidence_id=world.evidence, replacement=replacement)

@@ -13,13 +13,9 @@ import pytest
 from execution_helpers import AUDITOR, WORKER, RecordingExecutor, keyed_runner
 
 from contextmesh.core.graph import ContextGraph
+from contextmesh.execution.calls import AuditCall, TaskCall, TaskIdentity
 from contextmesh.execution.context import AuditContext, EvidenceView, RunContext, Verdict
-from contextmesh.execution.in_process import (
-    AuditCall,
-    InProcessExecutor,
-    TaskCall,
-    TaskTimeoutError,
-)
+from contextmesh.execution.in_process import InProcessExecutor, TaskTimeoutError
 from contextmesh.execution.plan import Plan
 from contextmesh.execution.task_registry import TaskRegistry
 from contextmesh.formats.graph_file import dump_graph
@@ -50,22 +46,30 @@ def test_a_task_call_carries_plain_data_and_no_graph() -> None:
     _diamond(runner)
     runner.run()
     calls = [call for layer in recorder.layers for call in layer]
-    assert [c.task for c in calls] == ["a", "b", "c"]
-    names = {f.name for f in dataclasses.fields(TaskCall)}
+    assert [c.identity.task for c in calls] == ["a", "b", "c"]
+    names = {f.name for f in (*dataclasses.fields(TaskCall), *dataclasses.fields(TaskIdentity))}
     assert not names & {"graph", "runner", "task_record", "registry"}
     for call in calls:
-        for f in dataclasses.fields(call):
-            value = getattr(call, f.name)
-            assert not isinstance(value, ContextGraph | Plan | TaskRegistry), f.name
-            if f.name in {"worker", "auditor"}:
+        # The identity is a record of plain fields: check them with the call's own.
+        fields = [(f.name, getattr(call, f.name)) for f in dataclasses.fields(call) if f.name != "identity"]
+        fields += [(f.name, getattr(call.identity, f.name)) for f in dataclasses.fields(call.identity)]
+        for name, value in fields:
+            assert not isinstance(value, ContextGraph | Plan | TaskRegistry), name
+            if name in {"worker", "auditor"}:
                 assert value is None  # keyed tasks travel as keys, never callables
-            elif f.name == "evidence":
+            elif name == "evidence":
                 assert all(isinstance(e, EvidenceView) for e in value)
             else:
-                assert _is_plain(value), (f.name, value)
-    c = calls[2]
-    assert (c.plan, c.attempt, c.worker_key, c.auditor_key, c.assumption) == ("plan", 1, WORKER, AUDITOR, "c holds")
-    assert c.assumption_id == runner.tasks["c"].assumption_id
+                assert _is_plain(value), (name, value)
+    c, who = calls[2], calls[2].identity
+    assert (who.plan, who.attempt, who.worker_key, who.auditor_key, who.assumption) == (
+        "plan",
+        1,
+        WORKER,
+        AUDITOR,
+        "c holds",
+    )
+    assert who.assumption_id == runner.tasks["c"].assumption_id
     assert dict(c.inputs) == {"a": runner.tasks["a"].output, "b": runner.tasks["b"].output}
 
 
@@ -108,10 +112,21 @@ def test_a_workers_inputs_are_copies_of_the_outputs_it_needs() -> None:
 # -- call order -----------------------------------------------------------------------------------
 
 
-def _call(name: str, worker: Any, auditor: Any = None) -> TaskCall:
-    return TaskCall(
-        "plan", name, 1, None, None, f"{name} holds", f"assumption:{name}", MappingProxyType({}), (), worker, auditor
+def _identity(name: str, assumption: str, assumption_id: str) -> TaskIdentity:
+    return TaskIdentity(
+        plan="plan",
+        task=name,
+        attempt=1,
+        worker_key=None,
+        auditor_key=None,
+        assumption=assumption,
+        assumption_id=assumption_id,
     )
+
+
+def _call(name: str, worker: Any, auditor: Any = None) -> TaskCall:
+    identity = _identity(name, f"{name} holds", f"assumption:{name}")
+    return TaskCall(identity=identity, inputs=MappingProxyType({}), worker=worker, auditor=auditor)
 
 
 def test_outcomes_come_back_in_call_order_whatever_order_they_finish_in() -> None:
@@ -142,7 +157,7 @@ def test_audit_outcomes_come_back_in_call_order() -> None:
         return ctx.ok(ctx.task)
 
     calls = [
-        AuditCall("plan", name, 1, None, None, "g", "assumption:g", {"n": name}, (), slow_ok)
+        AuditCall(identity=_identity(name, "g", "assumption:g"), output={"n": name}, auditor=slow_ok)
         for name in ("first", "second", "third")
     ]
     outcomes = InProcessExecutor(width=3).run_audits(calls, None)

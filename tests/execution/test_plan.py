@@ -18,7 +18,7 @@ from contextmesh.demo.auth import DEFAULT_KEYS, declare_plan
 from contextmesh.execution.context import AuditContext, RunContext, Verdict
 from contextmesh.execution.in_process import InProcessExecutor
 from contextmesh.execution.plan import Plan, TaskState
-from contextmesh.execution.snapshot import snapshot_runner
+from contextmesh.execution.snapshot import snapshot_plan
 from contextmesh.execution.task_registry import RegistryError, TaskRegistry
 
 
@@ -233,7 +233,7 @@ def test_repair_moves_the_durable_key_and_the_snapshot_names_it(tmp_path: Path) 
     assert hashing.worker_key == "auth.hash.bcrypt.v1"
     assert hashing.assumes == "bcrypt has no open advisory"
     assert hashing.state is TaskState.STALE and hashing.run is None
-    snapshot = snapshot_runner(runner)
+    snapshot = snapshot_plan(runner)
     row = next(t for t in snapshot["tasks"] if t["name"] == "hashing")
     assert row["worker_key"] == "auth.hash.bcrypt.v1"
     assert row["assumption_id"] == hashing.assumption_id
@@ -296,7 +296,7 @@ def test_plain_callable_tasks_run_but_cannot_be_checkpointed() -> None:
     with pytest.raises(ExecutionError, match="task 'temp' was declared with run="):
         runner.require_checkpointable()
     with pytest.raises(ExecutionError, match="task 'temp'"):
-        snapshot_runner(runner)
+        snapshot_plan(runner)
 
 
 def test_a_plain_auditor_alone_also_stops_a_checkpoint() -> None:

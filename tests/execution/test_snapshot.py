@@ -21,7 +21,7 @@ from contextmesh.core.errors import SnapshotError
 from contextmesh.core.ids import slug
 from contextmesh.demo.auth import DEFAULT_KEYS, declare_plan
 from contextmesh.execution.plan import Plan
-from contextmesh.execution.snapshot import dump_runner, load_runner, restore_runner, snapshot_runner
+from contextmesh.execution.snapshot import dump_plan, load_plan, restore_plan, snapshot_plan
 from contextmesh.formats.graph_file import dump_graph, load_graph
 from contextmesh.formats.run_ledger import RunLedger
 
@@ -42,7 +42,7 @@ class Checkpoint:
 def checkpoint(tmp_path: Path) -> Checkpoint:
     feed = tmp_path / "feed.json"
     runner = walk_to_repair(feed)
-    return Checkpoint(runner, feed, dump_graph(runner.graph), runner.ledger.dump(), dump_runner(runner))
+    return Checkpoint(runner, feed, dump_graph(runner.graph), runner.ledger.dump(), dump_plan(runner))
 
 
 # -- round trips ----------------------------------------------------------------------------------
@@ -50,32 +50,30 @@ def checkpoint(tmp_path: Path) -> Checkpoint:
 
 def test_a_fresh_plan_round_trips_byte_for_byte(tmp_path: Path) -> None:
     runner = demo_runner(tmp_path / "feed.json")
-    data = dump_runner(runner)
-    restored = load_runner(data, load_graph(dump_graph(runner.graph)), demo_registry(tmp_path / "feed.json"))
-    assert dump_runner(restored) == data
+    data = dump_plan(runner)
+    restored = load_plan(data, load_graph(dump_graph(runner.graph)), demo_registry(tmp_path / "feed.json"))
+    assert dump_plan(restored) == data
     assert {t["state"] for t in loads(data)["tasks"]} == {"pending"}
 
 
 def test_the_repaired_checkpoint_round_trips_byte_for_byte(tmp_path: Path) -> None:
     point = checkpoint(tmp_path)
-    restored = load_runner(point.plan, load_graph(point.graph), demo_registry(point.feed))
-    assert dump_runner(restored) == point.plan
-    assert dump_runner(load_runner(dump_runner(restored), load_graph(point.graph), demo_registry(point.feed))) == (
-        point.plan
-    )
+    restored = load_plan(point.plan, load_graph(point.graph), demo_registry(point.feed))
+    assert dump_plan(restored) == point.plan
+    assert dump_plan(load_plan(dump_plan(restored), load_graph(point.graph), demo_registry(point.feed))) == point.plan
 
 
 def test_a_finished_plan_round_trips_byte_for_byte(tmp_path: Path) -> None:
     point = checkpoint(tmp_path)
     point.runner.run()
-    data = dump_runner(point.runner)
-    restored = load_runner(data, load_graph(dump_graph(point.runner.graph)), demo_registry(point.feed))
-    assert dump_runner(restored) == data
+    data = dump_plan(point.runner)
+    restored = load_plan(data, load_graph(dump_graph(point.runner.graph)), demo_registry(point.feed))
+    assert dump_plan(restored) == data
     assert restored.round == point.runner.round == 3
 
 
 def test_the_snapshot_keeps_declaration_order_and_stores_no_blocked_state(tmp_path: Path) -> None:
-    data = snapshot_runner(checkpoint(tmp_path).runner)
+    data = snapshot_plan(checkpoint(tmp_path).runner)
     assert [t["name"] for t in data["tasks"]] == ["schema", "hashing", "tokens", "routes", "rate_limit"]
     assert data["schema"] == "contextmesh.execution" and data["version"] == 2
     assert all(t["state"] in {"pending", "done", "stale", "failed"} for t in data["tasks"])
@@ -90,7 +88,7 @@ from pathlib import Path
 from contextmesh.core.canonical import file_bytes
 from contextmesh.demo.auth import register_demo
 from contextmesh.execution.task_registry import TaskRegistry
-from contextmesh.execution.snapshot import dump_runner, load_runner
+from contextmesh.execution.snapshot import dump_plan, load_plan
 from contextmesh.formats.graph_file import dump_graph, load_graph
 from contextmesh.formats.run_ledger import RunLedger
 
@@ -101,15 +99,15 @@ library = TaskRegistry()
 register_demo(library, feed=here / "feed.json")
 registry = TaskRegistry()
 for key in ("auth.schema.v1", "auth.hash.bcrypt.v1", "auth.tokens.v1", "auth.routes.v1", "auth.ratelimit.v1"):
-    registry.register_worker(key, library.worker(key).fn)
-registry.register_auditor("auth.audit.advisory.v1", library.auditor("auth.audit.advisory.v1").fn)
+    registry.register_worker(key, library.lookup_worker(key).fn)
+registry.register_auditor("auth.audit.advisory.v1", library.lookup_auditor("auth.audit.advisory.v1").fn)
 del library
 
 graph = load_graph((here / "graph.json").read_bytes())
 ledger = RunLedger.load((here / "ledger.json").read_bytes(), expect_head=(here / "head.txt").read_text())
 plan = (here / "plan.json").read_bytes()
-runner = load_runner(plan, graph, registry, ledger=ledger)
-restored_bytes_equal = dump_runner(runner) == plan
+runner = load_plan(plan, graph, registry, ledger=ledger)
+restored_bytes_equal = dump_plan(runner) == plan
 ready_before = {name: state for name, state in runner.states().items()}
 report = runner.run()
 result = {
@@ -178,7 +176,7 @@ def test_a_checkpoint_naming_an_unregistered_worker_key_is_refused_with_the_key(
     point = checkpoint(tmp_path)
     graph = load_graph(point.graph)
     with pytest.raises(SnapshotError, match=r"auth\.hash\.bcrypt\.v1") as caught:
-        load_runner(point.plan, graph, demo_registry(point.feed, without=[BCRYPT]))
+        load_plan(point.plan, graph, demo_registry(point.feed, without=[BCRYPT]))
     assert caught.value.path == "tasks[1].worker_key"
     assert dump_graph(graph) == point.graph  # refused before anything was built
 
@@ -187,13 +185,13 @@ def test_a_checkpoint_naming_an_unregistered_auditor_key_is_refused_with_the_key
     point = checkpoint(tmp_path)
     audit = DEFAULT_KEYS["advisory_audit"]
     with pytest.raises(SnapshotError, match=r"auth\.audit\.advisory\.v1") as caught:
-        load_runner(point.plan, load_graph(point.graph), demo_registry(point.feed, without=[audit]))
+        load_plan(point.plan, load_graph(point.graph), demo_registry(point.feed, without=[audit]))
     assert caught.value.path == "tasks[0].auditor_key"
 
 
 def test_a_restore_never_resolves_the_old_key_even_when_it_is_registered(tmp_path: Path) -> None:
     point = checkpoint(tmp_path)
-    restored = load_runner(point.plan, load_graph(point.graph), demo_registry(point.feed))
+    restored = load_plan(point.plan, load_graph(point.graph), demo_registry(point.feed))
     restored.run()
     assert restored.tasks["hashing"].output["package"] == "bcrypt"
 
@@ -281,7 +279,7 @@ def test_a_corrupt_snapshot_is_refused_with_a_path(case: str, corruptible: Check
     mutate(doc, corruptible)
     graph = load_graph(corruptible.graph)
     with pytest.raises(SnapshotError) as caught:
-        load_runner(file_bytes(doc), graph, demo_registry(corruptible.feed))
+        load_plan(file_bytes(doc), graph, demo_registry(corruptible.feed))
     assert caught.value.path == path, str(caught.value)
     assert fragment in str(caught.value)
     assert dump_graph(graph) == corruptible.graph  # a refused snapshot leaves nothing behind
@@ -309,7 +307,7 @@ def test_a_decision_is_checked_against_the_attempt_it_records(recorded: str, cor
         attrs["attempt"] = str(minted)
     decision.attrs = attrs  # attrs.attempt is outside the decision's fingerprint
     with pytest.raises(SnapshotError) as caught:
-        load_runner(file_bytes(doc), load_graph(dump_graph(graph)), demo_registry(corruptible.feed))
+        load_plan(file_bytes(doc), load_graph(dump_graph(graph)), demo_registry(corruptible.feed))
     assert caught.value.path == f"tasks[{index}].decision_id", str(caught.value)
     assert "the one its attrs.attempt records" in str(caught.value)
 
@@ -326,12 +324,12 @@ def test_a_snapshot_for_a_plan_the_graph_does_not_hold_is_refused(tmp_path: Path
     doc = loads(point.plan)
     doc["plan"] = "elsewhere"
     with pytest.raises(SnapshotError) as caught:
-        restore_runner(doc, load_graph(point.graph), demo_registry(point.feed))
+        restore_plan(doc, load_graph(point.graph), demo_registry(point.feed))
     assert caught.value.path == "plan"
 
 
 def test_the_uncorrupted_base_loads(corruptible: Checkpoint) -> None:
-    restored = load_runner(corruptible.plan, load_graph(corruptible.graph), demo_registry(corruptible.feed))
+    restored = load_plan(corruptible.plan, load_graph(corruptible.graph), demo_registry(corruptible.feed))
     assert restored.states() == corruptible.runner.states()
 
 

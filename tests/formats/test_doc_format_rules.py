@@ -24,6 +24,7 @@ PAGES = {
     "R": "resolver-v2.md",
     "E": "execution-v2.md",
     "L": "runledger-v2.md",
+    "P": "proofs-v1.md",
     **dict.fromkeys("STFCNW", "session-v3.md"),
 }
 # The modules that implement the formats (elsewhere an "S311" is a linter's code, not a rule).
@@ -34,6 +35,7 @@ MODULES = [
     ROOT / "contextmesh" / "core" / "canonical.py",
     ROOT / "contextmesh" / "orchestration" / "served_record.py",
     ROOT / "tools" / "verify_runledger.py",
+    ROOT / "tools" / "verify_ledger_proofs.py",
 ]
 PREFIXES = "".join(PAGES)
 # A rule is defined in bold where it is stated: "**S3.**", "**C6 — a failure …**", "**S4–S7.**".

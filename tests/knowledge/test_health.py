@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
 
 import pytest
 from demo_cache import DemoWorlds
 
+from contextmesh.cli import main
 from contextmesh.core.graph import ContextGraph
 from contextmesh.core.model import Provenance
 from contextmesh.demo.knowledge import DemoWorld, break_sizing_assumption, build_world
+from contextmesh.demo.saved import open_demo_session, save_demo_session
 from contextmesh.knowledge.health import SIGNAL_KINDS, HealthReport, Signal, check
 from contextmesh.knowledge.resolve import Resolver
 from contextmesh.knowledge.traverse import DEAD_END_REASONS, Walker
@@ -26,7 +31,7 @@ def world(demo_worlds: DemoWorlds) -> Iterator[DemoWorld]:
 
 
 def _report(world: DemoWorld) -> HealthReport:
-    return check(world.graph, world.result.resolver, world.walker, rounds=world.rounds)
+    return check(world.graph, world.result.resolver, world.walker)
 
 
 def test_every_signal_kind_is_present_in_order(world: DemoWorld) -> None:
@@ -84,7 +89,7 @@ def test_invalidated_nodes_count_what_the_broken_assumption_took_down() -> None:
     assert fallen
     # what fell, plus the rejected assumption itself
     assert set(fallen) == {*report.invalidated, report.assumption_id}
-    signal = check(fresh.graph, fresh.result.resolver, fresh.walker, rounds=fresh.rounds).signal("invalidated_nodes")
+    signal = check(fresh.graph, fresh.result.resolver, fresh.walker).signal("invalidated_nodes")
     assert signal.count == len(fallen)
     assert signal.severity == "info"
     assert list(signal.items) == fallen[:12]
@@ -163,7 +168,53 @@ def test_an_assumption_not_rechecked_for_many_rounds_is_stale() -> None:
 
     graph, _ = _tiny()
     record = Assumptions(graph).assume("Hosts are trusted", created_by="test")
-    assert check(graph, rounds=25).signal("stale_assumptions").count == 0
-    signal = check(graph, rounds=26).signal("stale_assumptions")
+    assert check(graph, plan_round=25).signal("stale_assumptions").count == 0
+    signal = check(graph, plan_round=26).signal("stale_assumptions")
     assert signal.items == (record.id,)
-    assert check(graph, rounds=10, stale_after_rounds=5).signal("stale_assumptions").count == 1
+    assert check(graph, plan_round=10, stale_after_rounds=5).signal("stale_assumptions").count == 1
+
+
+# -- the two clocks: staleness is counted in plan rounds, never in walk rounds ---------------------
+
+
+def _stale_through_the_cli(directory: Path, feed: Path, capsys: pytest.CaptureFixture[str]) -> dict[str, Any]:
+    assert main(["health", "--session", str(directory), "--feed", str(feed), "--json"]) == 0
+    document = json.loads(capsys.readouterr().out)
+    return next(s for s in document["signals"] if s["kind"] == "stale_assumptions")
+
+
+def test_thirty_walk_rounds_leave_a_ground_audited_in_the_latest_plan_round_fresh(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    directory, feed = tmp_path / "session", tmp_path / "feed.json"
+    session = save_demo_session(directory, rounds=30, feed=feed)  # plan round 1 audits every ground
+    assert session.runner is not None
+    assert session.walk_rounds == 30 and session.runner.round == 1
+    grounds = {task.assumption_id for task in session.runner.tasks.values()}
+    assert {session.graph.node(g).attrs.get("checked_round") for g in grounds} == {1}
+    # 30 walk rounds against a stamp of plan round 1 read 29 rounds stale; it is 0 plan rounds old
+    assert _stale_through_the_cli(directory, feed, capsys)["count"] == 0
+    assert session.health().signal("stale_assumptions").count == 0
+
+
+def test_a_ground_audited_many_plan_rounds_ago_is_stale_however_few_walk_rounds(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    directory, feed = tmp_path / "session", tmp_path / "feed.json"
+    save_demo_session(directory, rounds=0, feed=feed)  # never asked: the walk clock stands at 0
+    session = open_demo_session(directory, feed=feed, policy="never")
+    assert session.runner is not None
+    grounds = {task.assumption_id for task in session.runner.tasks.values()}
+    never_audited = set(session.graph.assumptions) - grounds  # the sidecar's, which no task stands on
+    assert grounds and never_audited
+    for _ in range(26):  # every task is done: these rounds only cache, so nothing re-audits a ground
+        session.runner.run()
+    session.commit()
+    assert session.runner.round == 27
+    stale = _stale_through_the_cli(directory, feed, capsys)
+    assert stale["count"] == len(grounds) + len(never_audited)  # 27 - 1 > 25, and 27 - 0 > 25
+    session.runner.recheck()  # plan round 28 audits every standing ground again
+    session.commit()
+    stale = _stale_through_the_cli(directory, feed, capsys)
+    assert stale["count"] == len(never_audited)
+    assert not grounds & set(stale["items"])

@@ -37,7 +37,6 @@ from contextmesh.core.errors import SessionError
 from contextmesh.demo.auth import ADVISORY_TEXT, DEFAULT_KEYS, publish
 from contextmesh.demo.execute import REPAIR_GROUND
 from contextmesh.demo.saved import demo_registry, open_demo_session
-from contextmesh.knowledge.health import check
 from contextmesh.knowledge.resolve import block_keys
 from contextmesh.knowledge.text import normalize
 from contextmesh.knowledge.traverse import DEFAULT_POLICY, Walker, WalkerSettings
@@ -151,7 +150,7 @@ def test_a_restart_keeps_lineage_blast_radius_and_health_apart_from_dead_ends(
         assert after.blast_radius(assumption_id).to_dict() == before.blast_radius(assumption_id).to_dict()
 
     def health(session: Session) -> dict[str, object]:
-        report = check(session.graph, session.resolver, session.walker, rounds=session.rounds).to_dict()
+        report = session.health().to_dict()
         signals = report.pop("signals")
         assert isinstance(signals, list)
         report["signals"] = {s["kind"]: s for s in signals}

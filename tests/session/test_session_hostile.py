@@ -367,39 +367,6 @@ def test_session_verify_refuses_a_fifo_companion_in_one_line(template: tuple[Pat
     )
 
 
-# -- the served-record readers ----------------------------------------------------------------------
-
-_PEEK = """
-import sys
-from contextmesh.core.errors import ContextMeshError
-from contextmesh.orchestration.served_record import parse, peek
-try:
-    peek(sys.argv[1]) if sys.argv[2] == "peek" else parse(__import__("pathlib").Path(sys.argv[1]))
-except ContextMeshError as exc:
-    print(type(exc).__name__, exc)
-"""
-
-
-def test_peek_refuses_a_fifo_under_the_execution_companions_name(template: tuple[Path, Path], tmp_path: Path) -> None:
-    source, _ = template
-    directory = clone(source, tmp_path / "session")
-    name = names(directory)["execution"]
-    fifo_as("execution")(directory, tmp_path)
-    done = run_python(_PEEK, str(directory), "peek", timeout=TIMEOUT)
-    assert done.returncode == 0, done.stderr
-    assert done.stdout.startswith(f"SessionFileError {name}: a fifo, not a regular file"), done.stdout
-
-
-def test_a_served_record_that_is_a_fifo_is_refused_without_blocking(tmp_path: Path) -> None:
-    record = tmp_path / "served" / "0f5e1e44-2d4e-4bb5-9a36-1c1f0d7f8f11.json"
-    record.parent.mkdir()
-    os.mkfifo(record)
-    done = run_python(_PEEK, str(record), "parse", timeout=TIMEOUT)
-    assert done.returncode == 0, done.stderr
-    assert done.stdout.startswith(f"ServedError {record}: not a readable served record"), done.stdout
-    assert "a fifo, not a regular file" in done.stdout
-
-
 # -- the writer lock --------------------------------------------------------------------------------
 
 VICTIM = b"a file outside the session that must survive every commit\n" * 3

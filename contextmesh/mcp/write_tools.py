@@ -1,0 +1,402 @@
+"""The four controlled writes, each committed through a lossless clone of the served session.
+
+* ``mesh_submit_evidence`` stores a raw observation attributed to a source: no verdict, no target.
+* ``mesh_recheck`` asks the deployment's registered auditors to interpret current state; through
+  MCP a disproof must cite submitted evidence (the observation it interprets).
+* ``mesh_repair`` moves a stale or failed task onto new ground and another *registered* key.
+* ``mesh_resume`` runs one round over pending and stale work whose ground stands, nothing else.
+
+The commit-through-clone rule (:func:`commit_through_clone`):
+
+1. refuse unless the served session is durable and writable (an ephemeral ``--demo`` graph or a
+   ``--checkpoint never`` session refuses every write);
+2. build a lossless clone — graph, resolver and plan restored from their own bytes against the
+   same registry, the run ledger from its bytes with ``expect_head`` = the current head;
+3. run the mutation on the clone; a mutation that changed nothing commits nothing;
+4. commit the clone (compare-and-swap); on a conflict reload the newer generation and replay the
+   mutation on a fresh clone of it, a bounded number of times;
+5. only then does the clone become the served session. Any failure before that leaves the served
+   session byte-identical: the clone is dropped.
+
+No published input schema names an edge, a verdict, a target, a status, code or a registry
+(:data:`FORBIDDEN_INPUT_NAMES`, tested against the schemas the server publishes): belief changes
+only through the engine interpreting what was submitted, and code only through keys the
+deployment registered.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import replace
+from typing import Annotated, TypeVar
+
+from pydantic import Field
+
+from contextmesh.belief.evidence import submit
+from contextmesh.core.canonical import loads
+from contextmesh.core.errors import ContextMeshError, SessionError
+from contextmesh.execution.plan import Plan, RoundReport, TaskState
+from contextmesh.execution.snapshot import dump_plan, restore_plan
+from contextmesh.formats.graph_file import dump_graph, load_graph
+from contextmesh.formats.resolver_file import dump_resolver, load_resolver
+from contextmesh.formats.run_ledger import RunLedger
+from contextmesh.mcp.models import (
+    AnyJson,
+    EvidenceOut,
+    RecheckResult,
+    RepairResult,
+    ResumeResult,
+    SubmitResult,
+    result_of,
+)
+from contextmesh.mcp.quoting import quote
+from contextmesh.mcp.read_tools import MeshToolError, ToolSpec
+from contextmesh.mcp.served_session import ServedSession
+from contextmesh.mcp.write_dispatch import Dispatcher
+from contextmesh.session.commit import CommitConflictError
+from contextmesh.session.lock import SessionLockedError
+from contextmesh.session.plan_check import plan_of
+from contextmesh.session.session import Session
+
+__all__ = [
+    "FORBIDDEN_INPUT_NAMES",
+    "WRITE_TOOLS",
+    "ControlledWriteError",
+    "clone_session",
+    "commit_through_clone",
+    "mesh_recheck",
+    "mesh_repair",
+    "mesh_resume",
+    "mesh_submit_evidence",
+    "recheck_in_process",
+    "resume_in_process",
+]
+
+FORBIDDEN_INPUT_NAMES = frozenset(
+    {
+        "edge",
+        "edge_type",
+        "target",
+        "target_id",
+        "assumption_id",
+        "verdict",
+        "reject",
+        "invalidate",
+        "status",
+        "run",
+        "audit",
+        "callable",
+        "module",
+        "module_path",
+        "import",
+        "registry",
+    }
+)
+_RETRIES = 3
+T = TypeVar("T")
+W = TypeVar("W", RecheckResult, ResumeResult)
+
+
+class ControlledWriteError(MeshToolError):
+    """A controlled write was refused or could not commit; the served session is unchanged."""
+
+
+# -- the clone and the commit ---------------------------------------------------------------------
+
+
+def clone_session(session: Session) -> Session:
+    """A lossless, independent copy: every companion restored from its own bytes."""
+    graph = load_graph(dump_graph(session.graph))
+    resolver = load_resolver(dump_resolver(session.resolver), graph)
+    runner = None
+    if session.runner is not None:
+        if session.registry is None:
+            raise ControlledWriteError("this session holds a plan but no registry; it cannot be cloned")
+        ledger = RunLedger.load(session.runner.ledger.dump(), expect_head=session.runner.ledger.head)
+        runner = restore_plan(
+            loads(dump_plan(session.runner)),
+            graph,
+            session.registry,
+            ledger=ledger,
+            executor=session.runner.executor,
+        )
+    clone = replace(session, graph=graph, resolver=resolver, runner=runner)  # every other field as it is
+    clone.walker.walks = list(session.walker.walks)
+    for counter in ("pending", "commits", "contended", "conflicts", "bytes_written"):
+        setattr(clone, counter, getattr(session, counter))
+    return clone
+
+
+def commit_through_clone(
+    served: ServedSession, mutate: Callable[[Session], tuple[T, bool]], *, retries: int = _RETRIES
+) -> tuple[T, bool]:
+    """Run ``mutate`` on a clone, commit it, and only then serve the clone.
+
+    ``mutate`` returns ``(result, changed)``; an unchanged clone commits nothing. The result comes
+    back with whether a generation was committed.
+    """
+    _require_writable(served)
+    base = served.session
+    for attempt in range(retries + 1):
+        clone = clone_session(base)
+        result, changed = mutate(clone)
+        if not changed:
+            return result, False
+        try:
+            clone.commit()
+        except CommitConflictError as exc:
+            if attempt == retries:
+                raise ControlledWriteError(f"the write conflicted {retries + 1} times and was dropped: {exc}") from None
+            directory = clone.directory
+            assert directory is not None  # write_refusal() let only a durable session through
+            base = Session.load(directory, registry=base.registry, flat=base.flat, policy=base.policy)
+            base.walker.walks = served.session.walker.walks
+            continue
+        except SessionLockedError as exc:
+            raise ControlledWriteError(f"the write was dropped; another writer holds the session: {exc}") from None
+        except SessionError as exc:
+            raise ControlledWriteError(f"session commit failed, the write was dropped: {exc}") from None
+        served.adopt(clone)
+        return result, True
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _require_writable(served: ServedSession) -> None:
+    refusal = served.write_refusal()
+    if refusal is not None:
+        raise ControlledWriteError(refusal)
+
+
+def _runner_of(session: Session) -> Plan:
+    return plan_of(session, "recheck, repair and resume work on a session saved with one", where="this session")
+
+
+def _head(session: Session) -> str | None:
+    return None if session.runner is None else session.runner.ledger.head
+
+
+def _dispatched_or_here(
+    served: ServedSession, dispatch: Callable[[Dispatcher, Session], W], here: Callable[[ServedSession], W]
+) -> W:
+    """A write the launcher may dispatch: to its dispatcher when it has one, else in this process.
+
+    Whether there is a dispatcher was decided once, when the launcher started
+    (:func:`contextmesh.mcp.deployment_dispatcher.dispatcher_for`); a dispatcher never falls back
+    to running here. A dispatched run commits to the directory itself, so the served session is
+    refreshed before the result names its generation.
+    """
+    _require_writable(served)
+    if served.dispatcher is None:
+        return here(served)
+    _runner_of(served.session)
+    result = dispatch(served.dispatcher, served.session)
+    served.refresh()
+    return result.model_copy(update={"generation": served.session.generation})
+
+
+# -- argument types ----------------------------------------------------------------------------------
+
+EvidenceText = Annotated[
+    str, Field(min_length=1, max_length=65536, description="what was observed, in the observer's words")
+]
+SourceId = Annotated[str, Field(min_length=1, max_length=300, description="the source node it came from, 'source:…'")]
+ExternalId = Annotated[
+    str | None, Field(min_length=1, max_length=300, description="the observation's id where it came from")
+]
+Metadata = Annotated[
+    dict[str, AnyJson] | None, Field(description="plain JSON facts about the observation (≤ 64 KiB, ≤ 8 deep)")
+]
+TaskName = Annotated[str, Field(min_length=1, max_length=200, description="a task of the session's plan")]
+Key = Annotated[str, Field(min_length=1, max_length=200, description="a key registered in this deployment")]
+OptionalKey = Annotated[
+    str | None, Field(min_length=1, max_length=200, description="a registered auditor key (default: keep)")
+]
+Statement = Annotated[
+    str, Field(min_length=1, max_length=2000, description="what the repaired task assumes: its new ground")
+]
+Products = Annotated[
+    list[Annotated[str, Field(min_length=1, max_length=300)]] | None,
+    Field(max_length=50, description="artefacts the task produces (default: keep)"),
+]
+Rationale = Annotated[str | None, Field(max_length=4000, description="why (default: keep)")]
+
+
+# -- the four writes ------------------------------------------------------------------------------
+
+
+def mesh_submit_evidence(
+    served: ServedSession,
+    text: EvidenceText,
+    source_id: SourceId,
+    external_id: ExternalId = None,
+    metadata: Metadata = None,
+) -> SubmitResult:
+    """Store a raw observation, attributed to a source. It expresses no verdict and names no
+    target: what it means is for the registered auditors to decide (mesh_recheck). Submitting the
+    same payload again returns the same evidence and commits nothing."""
+
+    def mutate(session: Session) -> tuple[SubmitResult, bool]:
+        try:
+            stored = submit(session.graph, text, source_id, external_id=external_id, metadata=metadata)
+        except ContextMeshError as exc:
+            raise ControlledWriteError(str(exc)) from None
+        node = stored.node
+        attrs = node.attrs
+        meta = attrs.get("metadata")
+        external = attrs.get("external_id")
+        out = SubmitResult(
+            evidence_id=node.id,
+            created=stored.created,
+            committed=False,
+            generation=session.generation,
+            node=EvidenceOut(
+                id=node.id,
+                type="evidence",
+                label=node.label,
+                source_id=node.provenance.source_id if node.provenance else source_id,
+                external_id=external if isinstance(external, str) else None,
+                metadata=meta if isinstance(meta, dict) else {},
+            ),
+        )
+        return out, stored.created
+
+    result, committed = commit_through_clone(served, mutate)
+    return result.model_copy(update={"committed": committed, "generation": served.session.generation})
+
+
+def recheck_in_process(served: ServedSession) -> RecheckResult:
+    """The in-process recheck, committed through a clone."""
+    _runner_of(served.session)
+
+    def mutate(session: Session) -> tuple[RecheckResult, bool]:
+        report = _runner_of(session).recheck()
+        for invalidation in report.invalidations:
+            cited = session.graph.nodes.get(invalidation.evidence_id or "")
+            if cited is None or cited.attrs.get("kind") != "observation":
+                raise ControlledWriteError(
+                    f"an auditor disproved '{invalidation.statement}' without citing submitted evidence; through "
+                    "MCP a disproof must cite the observation it interprets (submit it with mesh_submit_evidence); "
+                    "nothing was committed"
+                )
+        out = result_of(
+            RecheckResult, report, ledger_head=_head(session), generation=session.generation, committed=True
+        )
+        return out, True
+
+    result, _ = commit_through_clone(served, mutate)
+    return result.model_copy(update={"generation": served.session.generation})
+
+
+def mesh_recheck(served: ServedSession) -> RecheckResult:
+    """Ask the deployment's registered auditors to look at the world and at submitted evidence
+    again. An auditor may disprove a task's ground only by citing submitted evidence; a disproof
+    rejects that assumption and invalidates exactly what stood on it (those tasks become stale).
+    Executes no task."""
+    return _dispatched_or_here(served, lambda dispatcher, session: dispatcher.recheck(session), recheck_in_process)
+
+
+def mesh_repair(
+    served: ServedSession,
+    task: TaskName,
+    worker_key: Key,
+    assumes: Statement,
+    auditor_key: OptionalKey = None,
+    produces: Products = None,
+    rationale: Rationale = None,
+) -> RepairResult:
+    """Repair a stale or failed task: ground it on a new statement (which supersedes the fallen
+    one) and switch it to another worker key the deployment registered. Runs nothing; mesh_resume
+    runs it."""
+    _require_writable(served)
+    runner = _runner_of(served.session)
+    current = runner.tasks.get(task)
+    if current is None:
+        raise ControlledWriteError(f"no task {quote(task)} in plan '{runner.name}'; it has {', '.join(runner.tasks)}")
+    if current.state not in {TaskState.STALE, TaskState.FAILED}:
+        raise ControlledWriteError(
+            f"task {quote(task)} is {current.state.value}, not stale or failed; controlled repair does not replace "
+            "healthy or unstarted work"
+        )
+    registry = served.session.registry
+    assert registry is not None  # a session with a plan was loaded with its registry
+    try:
+        registry.lookup_worker(worker_key)
+        if auditor_key is not None:
+            registry.lookup_auditor(auditor_key)
+    except ContextMeshError as exc:
+        raise ControlledWriteError(str(exc)) from None
+    replaces = current.assumption_id
+
+    def mutate(session: Session) -> tuple[RepairResult, bool]:
+        plan = _runner_of(session)
+        try:
+            repaired = plan.repair(
+                task,
+                assumes=assumes,
+                worker_key=worker_key,
+                auditor_key=auditor_key,
+                produces=produces,
+                rationale=rationale,
+            )
+        except ContextMeshError as exc:
+            raise ControlledWriteError(str(exc)) from None
+        out = RepairResult(
+            task=repaired.name,
+            state=repaired.state.value,
+            worker_key=repaired.worker_key or worker_key,
+            auditor_key=repaired.auditor_key,
+            assumes=repaired.assumes,
+            assumption_id=repaired.assumption_id,
+            replaces=replaces,
+            ledger_head=_head(session),
+            generation=session.generation,
+        )
+        return out, True
+
+    result, _ = commit_through_clone(served, mutate)
+    return result.model_copy(update={"generation": served.session.generation})
+
+
+def _resume_result(session: Session, report: RoundReport, changed: bool) -> ResumeResult:
+    return result_of(ResumeResult, report, changed=changed, ledger_head=_head(session), generation=session.generation)
+
+
+def resume_in_process(served: ServedSession) -> ResumeResult:
+    """The in-process resume, committed through a clone; nothing runnable commits nothing."""
+    runner = _runner_of(served.session)
+    blocked = runner.blocked()
+    runnable = [
+        t.name
+        for t in runner.tasks.values()
+        if t.state in {TaskState.PENDING, TaskState.STALE} and t.name not in blocked
+    ]
+    if not runnable:
+        idle = RoundReport(
+            runner.round,
+            cached=[t.name for t in runner.tasks.values() if t.state is TaskState.DONE],
+            blocked=blocked,
+            failed={t.name: t.error or "failed" for t in runner.tasks.values() if t.state is TaskState.FAILED},
+        )
+        return _resume_result(served.session, idle, False)
+
+    def mutate(session: Session) -> tuple[ResumeResult, bool]:
+        report = _runner_of(session).run(include_failed=False)
+        return _resume_result(session, report, True), True
+
+    result, _ = commit_through_clone(served, mutate)
+    return result.model_copy(update={"generation": served.session.generation})
+
+
+def mesh_resume(served: ServedSession) -> ResumeResult:
+    """Run one round of the plan over its pending and stale tasks whose ground stands — the work an
+    invalidation felled, once repaired — and nothing else: done work stays cached, failed work
+    waits for a repair. With nothing to run, it commits nothing."""
+    return _dispatched_or_here(served, lambda dispatcher, session: dispatcher.resume(session), resume_in_process)
+
+
+WRITE_TOOLS: tuple[ToolSpec, ...] = (
+    ToolSpec("mesh_submit_evidence", mesh_submit_evidence, False, "Submit an observation"),
+    ToolSpec("mesh_recheck", mesh_recheck, False, "Recheck with the registered auditors"),
+    ToolSpec("mesh_repair", mesh_repair, False, "Repair a task onto a registered key"),
+    ToolSpec("mesh_resume", mesh_resume, False, "Resume pending and stale work"),
+)
