@@ -36,6 +36,7 @@ from contextmesh.orchestration.settings import prepare_environment
 prepare_environment()  # before anything imports Prefect: quiet clients, no telemetry, no ephemeral server
 
 import pytest  # noqa: E402
+import run_notes  # noqa: E402
 import xdist_units  # noqa: E402
 from demo_cache import DemoSessions, DemoWorlds  # noqa: E402
 from marker_audit import AUDIT, AUDIT_ENV, audit  # noqa: E402
@@ -91,6 +92,11 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 def pytest_configure(config: pytest.Config) -> None:
     xdist_units.start(config)
+
+
+def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
+    for line in run_notes.gather(config):  # what the folders left, from whichever process ran them
+        terminalreporter.write_line(line)
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
