@@ -18,9 +18,11 @@ Collection rules (:func:`pytest_collection_modifyitems`):
 
 * a test that starts a server, a subprocess transport or a browser must be marked ``integration``
   (:mod:`marker_audit`); the run is refused otherwise;
-* under ``--dist loadscope`` (scripts/test runs two xdist workers) each test module is one unit of
+* under ``--dist loadscope`` (scripts/test runs xdist workers) each test module is one unit of
   work and so is each Prefect server configuration's set of modules, so each server starts once
-  (:mod:`xdist_units`).
+  (:mod:`xdist_units`);
+* each server configuration stops after the last test that uses it, not at the end of the worker's
+  run (:mod:`server_lifetime`).
 """
 
 from __future__ import annotations
@@ -40,6 +42,7 @@ import run_notes  # noqa: E402
 import xdist_units  # noqa: E402
 from demo_cache import DemoSessions, DemoWorlds  # noqa: E402
 from marker_audit import AUDIT, AUDIT_ENV, audit  # noqa: E402
+from server_lifetime import pytest_collection_finish, pytest_runtest_teardown  # noqa: E402, F401  (hooks)
 
 
 @pytest.fixture(scope="session")
