@@ -1,13 +1,14 @@
 """Units of work for pytest-xdist: one per test module, one per Prefect server configuration.
 
-``scripts/test`` runs the suite on two workers with ``--dist loadscope``. xdist hands each worker
+``scripts/test`` runs the suite on three workers with ``--dist loadscope``. xdist hands each worker
 whole units, and this module decides what a unit is:
 
 * every test of a module is one unit, so module fixtures are set up once and a module's tests keep
   their order, as in a serial run;
 * every module whose tests use a Prefect server (``prefect_api``; ``pg_url`` for the one on
   PostgreSQL) joins that server's unit, so each server configuration starts once in the whole run;
-* the server units are handed out first: they take longest.
+* the server units are handed out first: they take longest; then the modules holding a test
+  marked ``slow``, so that no long module starts last and runs alone at the end.
 
 Only the workers see the tests' fixtures, so each worker writes the unit of every node id to a file
 the controller named (``workerinput``), and the controller's scheduler reads it when it splits the
@@ -68,8 +69,11 @@ def order_and_record(config: pytest.Config, items: list[pytest.Item]) -> None:
         server = next((unit for fixture, unit in SERVER_UNITS.items() if fixture in names), None)
         if server is not None or _module(item.nodeid) not in units:
             units[_module(item.nodeid)] = server or _module(item.nodeid)
+    slow = {_module(item.nodeid) for item in items if item.get_closest_marker("slow") is not None}
     rank = {unit: index for index, unit in enumerate(SERVER_ORDER)}
-    items.sort(key=lambda item: rank.get(units[_module(item.nodeid)], len(rank)))  # stable: order kept within
+    rank.update({unit: len(SERVER_ORDER) for unit in sorted(slow) if unit not in rank})  # after the servers
+    rest = len(SERVER_ORDER) + 1
+    items.sort(key=lambda item: rank.get(units[_module(item.nodeid)], rest))  # stable: order kept within
     target = Path(where) / f"units-{config.workerinput['workerid']}.json"  # type: ignore[attr-defined]
     scratch = target.with_suffix(".tmp")
     scratch.write_text(json.dumps({item.nodeid: units[_module(item.nodeid)] for item in items}), encoding="utf-8")
