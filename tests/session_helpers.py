@@ -1,7 +1,7 @@
-"""Shared builders for the session tests: demo templates, a tiny session, manifest surgery, subprocesses.
+"""Shared builders for the session tests: a tiny session, manifest surgery, subprocesses, copies.
 
-The demo session takes about half a second to build, so a test module builds it once into a template
-directory (:func:`build_demo_template`) and copies it per test (:func:`clone`).
+The demo session is saved once per test run (the root ``conftest.py``'s ``demo_sessions``); a test
+module takes its own copy as its template and copies that per test (:func:`clone`).
 
 :func:`build_tiny_session` makes a session small enough to commit in a millisecond or two — a few
 entities, their resolver and a one-task plan under the key :data:`TINY_KEY` — for the tests that

@@ -33,7 +33,8 @@ from typing import Any
 
 import pytest
 from cli_helpers import closed_api_url, failure_document, make_fifo
-from session_helpers import build_demo_template, clone, manifest_doc
+from demo_cache import DemoSessions
+from session_helpers import clone, manifest_doc
 
 from contextmesh.cli import main
 from contextmesh.cli.parser import build_parser, leaf_parsers
@@ -296,9 +297,9 @@ def generate(places: Places) -> list[Vector]:
 
 
 @pytest.fixture(scope="module")
-def places(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Places]:
+def places(tmp_path_factory: pytest.TempPathFactory, demo_sessions: DemoSessions) -> Iterator[Places]:
     root = tmp_path_factory.mktemp("fuzz")
-    session, feed = build_demo_template(root / "template-root")
+    session, feed = demo_sessions.copy(root / "template-root")
     made = Places(root, session, feed)
     yield made
     made.close()

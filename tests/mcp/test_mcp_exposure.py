@@ -223,6 +223,7 @@ def test_every_interface_without_the_opt_in_refuses_to_start_in_one_line(session
 
 
 @pytest.mark.integration
+@pytest.mark.slow  # starts a server process per refused configuration
 def test_bad_tokens_hosts_and_ports_refuse_to_start_in_one_line(session_dir: Path, feed: Path, tmp_path: Path) -> None:
     base = ["--session", str(session_dir), "--transport", "http", "--port", "0", "--host", "0.0.0.0", "--allow-remote"]
     short = tmp_path / "short"

@@ -27,10 +27,10 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
+from demo_cache import DemoSessions
 from session_helpers import (
     PREAMBLE,
     QUESTIONS,
-    build_demo_template,
     build_tiny_session,
     clone,
     listing,
@@ -121,8 +121,8 @@ def tiny(tmp_path: Path) -> Path:
 
 
 @pytest.fixture(scope="module")
-def demo(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
-    return build_demo_template(tmp_path_factory.mktemp("demo"))
+def demo(tmp_path_factory: pytest.TempPathFactory, demo_sessions: DemoSessions) -> tuple[Path, Path]:
+    return demo_sessions.copy(tmp_path_factory.mktemp("demo"))
 
 
 # -- one writer at a time ---------------------------------------------------------------------------

@@ -22,9 +22,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from demo_cache import DemoSessions
 from execution_helpers import demo_registry as registry_without
 from session_helpers import (
-    build_demo_template,
     clone,
     edit_manifest,
     listing,
@@ -583,8 +583,8 @@ CASES = [
 
 
 @pytest.fixture(scope="module")
-def template(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
-    return build_demo_template(tmp_path_factory.mktemp("corruption"))
+def template(tmp_path_factory: pytest.TempPathFactory, demo_sessions: DemoSessions) -> tuple[Path, Path]:
+    return demo_sessions.copy(tmp_path_factory.mktemp("corruption"))
 
 
 def names(directory: Path) -> dict[str, str]:

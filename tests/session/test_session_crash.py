@@ -50,11 +50,11 @@ from pathlib import Path
 from typing import IO, Any
 
 import pytest
+from demo_cache import DemoSessions
 from session_helpers import (
     COMMIT_STEPS,
     PREAMBLE,
     QUESTIONS,
-    build_demo_template,
     build_tiny_session,
     clone,
     fast_scratch,
@@ -106,9 +106,9 @@ class Committed:
 
 
 @pytest.fixture(scope="module")
-def committed(tmp_path_factory: pytest.TempPathFactory) -> Committed:
+def committed(tmp_path_factory: pytest.TempPathFactory, demo_sessions: DemoSessions) -> Committed:
     root = tmp_path_factory.mktemp("crash")
-    template, feed = build_demo_template(root)
+    template, feed = demo_sessions.copy(root)
     session = open_demo_session(template, feed=feed, policy="never")
     session.ask(QUESTIONS[0])
     session.commit(signer=KEY)

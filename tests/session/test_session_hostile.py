@@ -35,8 +35,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from demo_cache import DemoSessions
 from session_helpers import (
-    build_demo_template,
     clone,
     listing,
     manifest_doc,
@@ -64,8 +64,8 @@ Plant = Callable[[Path, Path], Any]  # (session directory, a scratch directory o
 
 
 @pytest.fixture(scope="module")
-def template(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
-    return build_demo_template(tmp_path_factory.mktemp("hostile"))
+def template(tmp_path_factory: pytest.TempPathFactory, demo_sessions: DemoSessions) -> tuple[Path, Path]:
+    return demo_sessions.copy(tmp_path_factory.mktemp("hostile"))
 
 
 def names(directory: Path) -> dict[str, str]:
