@@ -4,7 +4,7 @@
 the same graph and runs its first round, then writes generation 1; ``create_demo_session`` writes
 the same session with the plan declared and nothing run (the Prefect walk-through runs round 1 as a
 flow run). ``open_demo_session`` loads a directory through the bundled demo project
-(:func:`contextmesh.demo.project.demo_project`): keys resolved against the demo's workers, bound to
+(:func:`contextmesh.demo.demo_project.demo_project`): keys resolved against the demo's workers, bound to
 the given advisory feed, and, for a session labelled :data:`DEMO_CORPUS`, the flat baseline of the
 bundled corpus — the path every command takes for a user's project too.
 """
@@ -15,8 +15,8 @@ from pathlib import Path
 
 from contextmesh import Executor, Plan, Session, TaskRegistry
 from contextmesh.demo.auth import default_feed
+from contextmesh.demo.demo_project import demo_project
 from contextmesh.demo.knowledge import DEMO_CORPUS, DemoWorld, build_world, demo_flat
-from contextmesh.demo.project import demo_project
 
 __all__ = [
     "DEMO_CORPUS",

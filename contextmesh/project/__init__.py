@@ -8,6 +8,6 @@ re-export it and orchestration and the command line can build on it. Each concep
 * :mod:`~contextmesh.project.binding` — ``module:attribute`` to the project's registry, plan and
   flat baseline, imported with the project root first on ``sys.path`` (ADR 0009 §2);
 * :mod:`~contextmesh.project.sessions` — its session, opened with its registry, created on first use;
-* :mod:`~contextmesh.project.evidence` — an observation from a new (or known) source, in one call;
+* :mod:`~contextmesh.project.sourced_evidence` — an observation from a new (or known) source, in one call;
 * :mod:`~contextmesh.project.scaffold` — ``contextmesh init``: a runnable project in a new folder.
 """

@@ -16,8 +16,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from contextmesh import FlatBaseline, Plan, Project, Session, TaskRegistry, load_project
-from contextmesh.demo.auth import declare_plan, register_demo
-from contextmesh.demo.saved import DEMO_CORPUS, default_feed, demo_flat
+from contextmesh.demo.auth import declare_plan, default_feed, register_demo
+from contextmesh.demo.knowledge import DEMO_CORPUS, demo_flat
 
 __all__ = ["PROJECT_DIR", "build_registry", "declare", "demo_project", "flat"]
 
