@@ -26,7 +26,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
-from contextmesh.execution.task_registry import TaskRegistry
+from contextmesh.execution.task_registry import RegistryError, TaskRegistry
 from contextmesh.project.config import PROJECT_FILE, ProjectError
 
 if TYPE_CHECKING:
@@ -120,6 +120,12 @@ def _call(where: str, what: str, fn: Callable[..., Any], *args: Any) -> Any:
         return fn(*args)
     except ProjectError:
         raise
+    except RegistryError as exc:
+        raise ProjectError(
+            where,
+            f"{what} raised RegistryError: {exc}",
+            "every key the plan names is registered in the project's registry ([project] registry)",
+        ) from None
     except (Exception, SystemExit) as exc:
         raise ProjectError(
             where, f"{what} raised {type(exc).__name__}: {exc or 'no message'}", "it runs without raising"

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from contextmesh.project.config import NAME_RULE, ProjectError, check_name
+from contextmesh.project.config import NAME_RULE, PROJECT_FILE, ProjectError, check_name
 
 __all__ = ["Scaffold", "init_project", "module_name", "planned_files"]
 
@@ -95,7 +95,12 @@ def _taken(module: str, root: Path) -> bool:
     if spec is None:
         return False
     origin = spec.origin or next(iter(spec.submodule_search_locations or []), None)
-    return origin is None or not Path(origin).resolve().is_relative_to(root)  # the project's own: not taken
+    if origin is None:
+        return True
+    found = Path(origin).resolve()
+    # The project's own code is not taken; nor is another project's, imported earlier in this
+    # process: the binding never takes it for this project's (binding._forget_other_projects).
+    return not found.is_relative_to(root) and not any((p / PROJECT_FILE).is_file() for p in found.parents)
 
 
 def module_name(name: str, root: Path | None = None) -> str:
