@@ -12,7 +12,7 @@ import argparse
 import re
 from typing import TYPE_CHECKING, Any, NoReturn
 
-from contextmesh.cli import plan_rounds, project_commands, reads, writes
+from contextmesh.cli import deploy_commands, plan_rounds, project_commands, reads, writes
 from contextmesh.cli.failure import UsageError
 from contextmesh.cli.options import (
     MAX_INTERVAL,
@@ -39,7 +39,7 @@ INTERVAL = Seconds(MAX_INTERVAL)
 SESSION_DIR = PathOption("an existing session directory", "existing-dir")
 NEW_SESSION_DIR = PathOption("a new session directory: absent, or an empty directory", "new-dir")
 OUT_DIR = PathOption("the dashboard directory: absent, or a directory", "out-dir")
-SERVE_DIR = PathOption("an existing directory holding deployments/serve.py", "existing-dir")
+SERVE_DIR = PathOption("an existing project directory, or a checkout holding deployments/serve.py", "existing-dir")
 PROJECT = PathOption(f"an existing project directory (one holding {PROJECT_FILE})", "existing-dir")
 INIT_DIR = PathOption("the new project's directory: absent, empty, or a half-made project", "out-dir")
 PORT = Count("the port", 1, 65535)
@@ -205,19 +205,29 @@ def _dispatching(commands: Commands) -> None:
 
 
 def _serve_command(commands: Commands) -> None:
-    srv = commands.add_parser("serve", help="serve a session's plan, recheck and repair deployments (serve.py)")
-    srv.add_argument("--session", type=SESSION_DIR, required=True, metavar="DIR", help="the session directory to serve")
-    srv.add_argument("--feed", type=FEED, help="the advisory feed the demo auditor reads")
+    srv = commands.add_parser("serve", help="serve a project's plan, recheck and repair deployments from this process")
+    srv.add_argument("--session", type=SESSION_DIR, metavar="DIR", help="the session to serve (default: the project's)")
+    srv.add_argument("--feed", type=FEED, help="the bundled demo's advisory feed (demo only)")
     srv.add_argument(
         "--interval",
         type=INTERVAL,
-        default="600",
         metavar="SECONDS",
-        help=f"recheck every (default 600, at most {MAX_INTERVAL:g})",
+        help=f"recheck every (default: the project's recheck_interval, 600 for the demo; at most {MAX_INTERVAL:g})",
     )
-    srv.add_argument("--trigger", choices=("run-deployment", "automation"), default="run-deployment")
-    srv.add_argument("--project", type=SERVE_DIR, default=".", metavar="DIR", help="where deployments/serve.py is")
+    srv.add_argument("--trigger", choices=("run-deployment", "automation"), help="the bundled demo's resume trigger")
+    srv.add_argument(
+        "--project",
+        type=SERVE_DIR,
+        metavar="DIR",
+        help=f"the project (a folder holding {PROJECT_FILE}); with none, a checkout holding deployments/serve.py",
+    )
     srv.set_defaults(handler=writes.serve)
+    dep = commands.add_parser("deploy", help="register a project's deployments on its process work pool")
+    project_option(dep)
+    dep.add_argument(
+        "--session", type=SESSION_DIR, metavar="DIR", help="the session to deploy (default: the project's)"
+    )
+    dep.set_defaults(handler=deploy_commands.deploy)
 
 
 def _project_commands(commands: Commands) -> None:

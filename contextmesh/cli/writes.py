@@ -14,8 +14,11 @@ from pathlib import Path
 from typing import Any
 
 from contextmesh.cli.failure import UsageError, writing
+from contextmesh.cli.projects import Using
 from contextmesh.cli.reads import open_session
 from contextmesh.core.errors import ExecutionError
+from contextmesh.project.config import PROJECT_FILE
+from contextmesh.project.project import INIT_HINT, Project, find_project, load_project, project_file
 
 __all__ = ["advisory", "execute", "serve", "server"]
 
@@ -62,15 +65,34 @@ def server(args: argparse.Namespace) -> tuple[Any, str]:
     return server_command(args.action, port=args.port)
 
 
+def _served_project(args: argparse.Namespace) -> Project | None:
+    """The project ``serve`` serves: ``--project DIR`` holding a contextmesh.toml, else the nearest one above."""
+    if args.project is None:
+        return find_project()
+    return load_project(args.project) if project_file(args.project).exists() else None
+
+
 def serve(args: argparse.Namespace) -> tuple[Any, str]:
-    """``contextmesh serve``: check what serve.py needs, then become it (``exec``)."""
+    """``contextmesh serve``: a project's deployments from this process; with no project, the bundled
+    demo's ``deployments/serve.py`` (checked, then exec'd) in ``--project DIR`` or here."""
     import os  # noqa: PLC0415
 
+    project = _served_project(args)
+    if project is not None:
+        from contextmesh.cli.deploy_commands import serve_project  # noqa: PLC0415
+
+        return serve_project(args, Using(project, False))
     from contextmesh.orchestration.deployed import require_api  # noqa: PLC0415
     from contextmesh.orchestration.local_server import configured_api_url  # noqa: PLC0415
     from contextmesh.orchestration.served_record import peek  # noqa: PLC0415
 
-    script = (Path(args.project) / "deployments" / "serve.py").resolve()
+    if args.session is None:
+        raise UsageError(
+            f"serving the bundled demo needs --session DIR (no {PROJECT_FILE} here or above; {INIT_HINT})",
+            prog="contextmesh serve",
+            path="--session",
+        )
+    script = (Path(args.project or ".") / "deployments" / "serve.py").resolve()
     if not script.is_file():
         raise ExecutionError(
             f"{script} does not exist: `contextmesh serve` runs the deployment's deployments/serve.py — run it "
@@ -81,7 +103,7 @@ def serve(args: argparse.Namespace) -> tuple[Any, str]:
     if api_url:
         require_api(api_url)
     argv = [sys.executable, str(script), "--session", str(args.session.resolve())]
-    argv += ["--interval", f"{args.interval:g}", "--trigger", args.trigger]
+    argv += ["--interval", f"{args.interval or 600:g}", "--trigger", args.trigger or "run-deployment"]
     if args.feed is not None:
         argv += ["--feed", str(args.feed.resolve())]
     sys.stdout.flush()
