@@ -55,8 +55,12 @@ def _wait(args: argparse.Namespace) -> float:
     return DEFAULT_WAIT if wait is None else float(wait)
 
 
-def _served(args: argparse.Namespace, directory: Path) -> ServedRecord | None:
-    """The deployments a write is dispatched to, by :func:`~contextmesh.orchestration.write_target.served_target`."""
+def _served(args: argparse.Namespace, where: Using, directory: Path) -> ServedRecord | None:
+    """The deployments a write is dispatched to, by :func:`~contextmesh.orchestration.write_target.served_target`.
+
+    With ``--deployment``, a project's are the ones ``contextmesh deploy`` named after it and the
+    session; the bundled demo's are ``deployments/prefect.yaml``'s.
+    """
     if args.local:
         return None  # decided without importing Prefect's client, which a core-only install lacks
     try:
@@ -66,7 +70,14 @@ def _served(args: argparse.Namespace, directory: Path) -> ServedRecord | None:
             f"looking for a served deployment needs Prefect's client, which is not installed ({exc}); "
             "pass --local to run in this process"
         ) from None
-    return served_target(directory, "deployment" if getattr(args, "deployment", False) else "auto")
+    on_pool = getattr(args, "deployment", False)
+    names = None
+    if on_pool and not where.bundled:
+        from contextmesh.orchestration.project_deployments import identify  # noqa: PLC0415
+
+        named = identify(where.project, directory)
+        names = {role: named.full(role) for role in ("plan", "recheck", "repair")}
+    return served_target(directory, "deployment" if on_pool else "auto", names=names)
 
 
 def _feed(args: argparse.Namespace) -> str | None:
@@ -152,7 +163,7 @@ def _round(
     wait = _wait(args)
     where = using(args)
     directory = session_of(args, where)
-    record = _served(args, directory) if dispatch is not None else None
+    record = _served(args, where, directory) if dispatch is not None else None
     if record is not None and dispatch is not None:
         from contextmesh.orchestration import deployed  # noqa: PLC0415 - Prefect only when dispatching
 
@@ -204,7 +215,7 @@ def repair(args: argparse.Namespace) -> tuple[Any, str]:
     where = using(args)
     directory = session_of(args, where)
     what = f"repair of {args.task}"
-    record = _served(args, directory)
+    record = _served(args, where, directory)
     if record is not None:
         from contextmesh.orchestration import deployed  # noqa: PLC0415
 
