@@ -65,6 +65,11 @@ async def test_a_client_asks_and_rechecks_a_project_served_by_contextmesh_mcp_pr
         assert again["evidence_id"] == stored["evidence_id"] and not again["source_created"] and not again["committed"]
         both = await client.call_tool("mesh_submit_evidence", {**observed, "source_id": stored["node"]["source_id"]})
         assert both.is_error and "exactly once" in both.content[0].text  # type: ignore[union-attr]
+        # Tools that take a node take its label (an assumption's statement) where it names exactly one.
+        radius = await _call(client, "mesh_blast_radius", {"assumption_id": "The orders export lists every region"})
+        assert radius["statement"] == "the orders export lists every region" and radius["blast_radius"] >= 2
+        entity = await _call(client, "mesh_get_node", {"node_id": "summary step"})
+        assert entity["type"] == "entity" and entity["label"] == "Summary Step"
         recheck = await _call(client, "mesh_recheck")
         assert recheck["stale"] == ["summarise", "publish"]
         (fallen,) = recheck["invalidations"]
@@ -116,3 +121,17 @@ def test_bad_project_arguments_are_one_line_and_exit_2(
     )
     assert done.returncode == 2 and "Traceback" not in done.stderr
     assert said in done.stderr.strip().splitlines()[-1], done.stderr
+
+
+def test_a_label_two_live_nodes_carry_is_refused_naming_both() -> None:
+    from contextmesh.core.graph import ContextGraph
+    from contextmesh.mcp.labels import AmbiguousLabelError, resolve
+
+    graph = ContextGraph()
+    one = graph.add_node("source", "Twin", id="source:one", attrs={"origin": "a", "retrieved_at": None})
+    two = graph.add_node("source", "twin", id="source:two", attrs={"origin": "b", "retrieved_at": None})
+    with pytest.raises(AmbiguousLabelError, match="names 2 live nodes") as refused:
+        resolve(graph, "TWIN")
+    assert one.id in str(refused.value) and two.id in str(refused.value)
+    assert resolve(graph, "source:one") == one.id and resolve(graph, "no such label") == "no such label"
+    assert resolve(graph, "Twin", "entity") == "Twin"  # of another kind: nothing named, passed on unchanged
