@@ -415,6 +415,7 @@ def main(
     *,
     registry: TaskRegistry | None = None,
     dispatcher: Dispatcher | None = None,
+    announce: str | None = None,
 ) -> int:
     """``contextmesh-mcp``. Returns the exit code: 0 after a clean stop, 2 for usage or a session that cannot load."""
     arguments = parser()
@@ -453,6 +454,8 @@ def main(
     log_lines.install(PROG)
     server = build_server(served)
     _line(served.banner())
+    if announce:
+        _say(announce)  # a launcher's word on where writes run, once the server is up
     previous = signal.signal(signal.SIGTERM, signal.default_int_handler)
     interrupted = False
     try:
