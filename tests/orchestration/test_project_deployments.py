@@ -11,124 +11,49 @@ recheck dispatched with ``--deployment`` is run by a real ``prefect worker``.
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
-from orch_helpers import by_role, post, task_runs
+from orch_helpers import by_role, task_runs
+from project_helpers import (
+    Served,
+    cm,
+    deployments,
+    flow_runs,
+    httpx_get,
+    init_project,
+    project_env,
+    serve,
+    stop,
+    wait_for,
+)
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
-
-
-def _env(api: str, home: Path) -> dict[str, str]:
-    return {**os.environ, "PREFECT_API_URL": api, "CONTEXTMESH_HOME": str(home), "PREFECT_RUNNER_POLL_FREQUENCY": "2"}
-
-
-def cm(env: dict[str, str], *args: str, cwd: Path | None = None, timeout: float = 300) -> dict[str, Any]:
-    """``contextmesh ARGS --json`` in a fresh process; its document (asserting exit 0)."""
-    done = subprocess.run(
-        [sys.executable, "-m", "contextmesh", *args, "--json"],
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=cwd,
-        timeout=timeout,
-        check=False,
-    )
-    assert done.returncode == 0, f"{args}: exit {done.returncode}\n{done.stdout}\n{done.stderr}"
-    document = json.loads(done.stdout)
-    assert isinstance(document, dict)
-    return document
-
-
-def _wait_for(what: str, probe: Any, timeout: float = 180.0, every: float = 1.0) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        found = probe()
-        if found:
-            return found
-        time.sleep(every)
-    raise AssertionError(f"timed out after {timeout:g} s waiting for {what}")
-
-
-@dataclass
-class Served:
-    root: Path
-    session_id: str
-    name: str
-    process: subprocess.Popen[bytes]
-    log: Path
-
-
-def _init(env: dict[str, str], where: Path, name: str, interval: int) -> Path:
-    cm(env, "init", str(where / name))
-    toml = where / name / "contextmesh.toml"
-    toml.write_text(toml.read_text().replace("recheck_interval = 600", f"recheck_interval = {interval}"))
-    return where / name
-
-
-def _serve(env: dict[str, str], root: Path) -> Served:
-    first = cm(env, "run", "--project", str(root))  # round 1, a flow run started here
-    assert first["report"]["executed"] == ["load", "summarise", "publish"]
-    session_id = cm(env, "session", "show", "--project", str(root))["session_id"]
-    log = root.parent / f"{root.name}-serve.log"
-    with log.open("wb") as out:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "contextmesh", "serve", "--project", str(root)],
-            env=env,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-    record = Path(env["CONTEXTMESH_HOME"]) / "served" / f"{session_id}.json"
-    _wait_for(f"{root.name}'s served record", record.exists, timeout=120)
-    served = json.loads(record.read_text())
-    return Served(root, session_id, served["plan"].split("/", 1)[1], process, log)
-
-
-def _stop(served: Served) -> None:
-    served.process.send_signal(signal.SIGTERM)
-    try:
-        served.process.wait(90)
-    except subprocess.TimeoutExpired:
-        os.killpg(served.process.pid, signal.SIGKILL)
-        served.process.wait(10)
-        raise AssertionError(f"serve did not stop on SIGTERM; log:\n{served.log.read_text()[-3000:]}") from None
 
 
 @pytest.fixture(scope="module")
 def two(prefect_api: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[dict[str, str], Served, Served]]:
     where = tmp_path_factory.mktemp("projects")
-    env = _env(prefect_api, where / "home")
+    env = project_env(prefect_api, where / "home")
     served: list[Served] = []
     try:
         for name in ("north-sales", "south-sales"):
-            served.append(_serve(env, _init(env, where, name, 4)))
+            root = init_project(env, where, name, 4)
+            first = cm(env, "run", "--project", str(root))  # round 1, a flow run started here
+            assert first["report"]["executed"] == ["load", "summarise", "publish"]
+            served.append(serve(env, root))
         yield env, served[0], served[1]
     finally:
         for each in served:
-            _stop(each)
+            stop(each)
     for each in served:
         assert not (where / "home" / "served" / f"{each.session_id}.json").exists(), "serve removes its record"
-
-
-def _flow_runs(api: str, deployment_ids: list[str], **extra: Any) -> list[dict[str, Any]]:
-    body = {"deployments": {"id": {"any_": deployment_ids}}, "sort": "EXPECTED_START_TIME_ASC", "limit": 200}
-    return list(post(api, "/flow_runs/filter", {**body, **extra}))
-
-
-def _deployments(api: str) -> dict[str, dict[str, Any]]:
-    found = post(api, "/deployments/filter", {"limit": 200})
-    flows = {f["id"]: f["name"] for f in post(api, "/flows/filter", {"limit": 200})}
-    return {f"{flows[d['flow_id']]}/{d['name']}": d for d in found}
 
 
 def test_two_projects_on_one_server_have_their_own_deployments(
@@ -137,13 +62,13 @@ def test_two_projects_on_one_server_have_their_own_deployments(
     _, north, south = two
     assert north.name == f"north-sales-{north.session_id.replace('-', '')[:8]}"
     assert south.name == f"south-sales-{south.session_id.replace('-', '')[:8]}"
-    deployments = _deployments(prefect_api)
+    found = deployments(prefect_api)
     for served in (north, south):
         for flow in ("contextmesh-plan", "contextmesh-recheck", "contextmesh-repair"):
-            deployment = deployments[f"{flow}/{served.name}"]
+            deployment = found[f"{flow}/{served.name}"]
             assert deployment["parameters"]["session_dir"] == str(served.root / ".contextmesh" / "session")
             assert f"cm.project:{served.root.name}" in deployment["tags"]
-        recheck = deployments[f"contextmesh-recheck/{served.name}"]
+        recheck = found[f"contextmesh-recheck/{served.name}"]
         assert [s["schedule"]["interval"] for s in recheck["schedules"]] == [4.0]
         assert recheck["parameters"]["resume_deployment"] == f"contextmesh-plan/{served.name}"
 
@@ -164,14 +89,14 @@ def test_a_scheduled_recheck_disproves_one_project_and_repair_and_resume_rerun_o
         "--project",
         str(north.root),
     )
-    deployments = _deployments(prefect_api)
-    north_plan = deployments[f"contextmesh-plan/{north.name}"]["id"]
+    found = deployments(prefect_api)
+    north_plan = found[f"contextmesh-plan/{north.name}"]["id"]
 
     def resumed_by_recheck() -> list[dict[str, Any]]:
         tagged = {"flow_runs": {"tags": {"all_": ["cm.trigger:recheck"]}, "state": {"type": {"any_": ["COMPLETED"]}}}}
-        return _flow_runs(prefect_api, [north_plan], **tagged)
+        return flow_runs(prefect_api, [north_plan], **tagged)
 
-    (blocked_resume,) = _wait_for("the resume the disproof starts", resumed_by_recheck, timeout=240)
+    (blocked_resume,) = wait_for("the resume the disproof starts", resumed_by_recheck, timeout=240)
     assert blocked_resume["parameters"]["mode"] == "resume"
     shown = cm(env, "session", "show", "--project", str(north.root))
     assert shown["plan"]["states"] == {"load": "done", "summarise": "stale", "publish": "stale"}
@@ -201,22 +126,22 @@ def test_a_scheduled_recheck_disproves_one_project_and_repair_and_resume_rerun_o
 
     untouched = cm(env, "session", "show", "--project", str(south.root))
     assert untouched["plan"]["states"] == {"load": "done", "summarise": "done", "publish": "done"}
-    south_plan = _deployments(prefect_api)[f"contextmesh-plan/{south.name}"]["id"]
-    assert _flow_runs(prefect_api, [south_plan]) == [], "the other project's plan deployment never ran"
+    south_plan = deployments(prefect_api)[f"contextmesh-plan/{south.name}"]["id"]
+    assert flow_runs(prefect_api, [south_plan]) == [], "the other project's plan deployment never ran"
 
 
 def test_deploy_registers_on_a_process_pool_and_a_worker_runs_a_dispatched_recheck(
     prefect_api: str, tmp_path: Path
 ) -> None:
-    env = _env(prefect_api, tmp_path / "home")
-    root = _init(env, tmp_path, "east-sales", 3600)
+    env = project_env(prefect_api, tmp_path / "home")
+    root = init_project(env, tmp_path, "east-sales", 3600)
     toml = root / "contextmesh.toml"
     toml.write_text(toml.read_text().replace('work_pool = "contextmesh"', 'work_pool = "east-pool"'))
     cm(env, "run", "--project", str(root))
     deployed = cm(env, "deploy", "--project", str(root))
     assert deployed["work_pool"] == "east-pool" and len(deployed["deployment_ids"]) == 3
     name = deployed["deployments"]["recheck"]
-    recheck = _deployments(prefect_api)[name]
+    recheck = deployments(prefect_api)[name]
     assert recheck["work_pool_name"] == "east-pool" and recheck["schedules"][0]["schedule"]["interval"] == 3600.0
     pool = httpx_get(prefect_api, "/work_pools/east-pool")
     assert pool["type"] == "process"
@@ -239,7 +164,7 @@ def test_deploy_registers_on_a_process_pool_and_a_worker_runs_a_dispatched_reche
         if dispatched["state"] == "COMPLETED":
             assert done["report"]["audited"] == ["load", "summarise", "publish"]
         completed = {"flow_runs": {"state": {"type": {"any_": ["COMPLETED"]}}}}
-        ran = _wait_for("a recheck the worker ran", lambda: _flow_runs(prefect_api, [recheck["id"]], **completed))
+        ran = wait_for("a recheck the worker ran", lambda: flow_runs(prefect_api, [recheck["id"]], **completed))
         assert all(r["work_pool_name"] == "east-pool" for r in ran)
     finally:
         os.killpg(worker.pid, signal.SIGTERM)
@@ -248,11 +173,3 @@ def test_deploy_registers_on_a_process_pool_and_a_worker_runs_a_dispatched_reche
         except subprocess.TimeoutExpired:
             os.killpg(worker.pid, signal.SIGKILL)
             worker.wait(10)
-
-
-def httpx_get(api: str, path: str) -> dict[str, Any]:
-    import httpx
-
-    response = httpx.get(f"{api}{path}", timeout=10.0)
-    response.raise_for_status()
-    return dict(response.json())
