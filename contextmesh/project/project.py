@@ -7,7 +7,7 @@ its registry (:meth:`Project.registry`, built once per project object and carryi
 plan it declares (:meth:`Project.new_plan`), a setting read as a path inside the root
 (:meth:`Project.path`).
 
-:meth:`Project.with_settings` overrides settings for one process (the bundled demo's ``--feed``);
+:meth:`Project.with_settings` overrides settings for one process (a command-line option that sets one);
 the overrides travel with the registry's recipe, so a Dask worker rebuilds the same table.
 """
 
