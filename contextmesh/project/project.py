@@ -164,6 +164,8 @@ def project_file(directory: Path) -> Path:
 def load_project(path: Path) -> Project:
     """The project in ``path``: a folder holding ``contextmesh.toml``, or the file itself."""
     path = Path(path)
+    if path.exists() and not path.is_dir() and path.name != PROJECT_FILE:
+        raise ProjectError(str(path), "a file, not a folder", f"a project is a folder holding {PROJECT_FILE}")
     file = path if path.name == PROJECT_FILE and not path.is_dir() else project_file(path)
     if not file.exists() and path.is_dir():
         raise ProjectError(

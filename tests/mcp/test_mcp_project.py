@@ -102,6 +102,7 @@ def test_with_no_serve_the_project_server_says_loudly_that_writes_run_in_process
         (["--project", "{root}", "--demo"], "argument --demo: not allowed with argument --project"),
         (["--dispatch", "never", "--session", "{root}"], "--dispatch and --dispatch-wait work with --project"),
         (["--project", "{missing}"], "no contextmesh.toml"),
+        (["--project", "{file}"], "a file, not a folder; a project is a folder holding contextmesh.toml"),
     ],
 )
 def test_bad_project_arguments_are_one_line_and_exit_2(
@@ -109,7 +110,8 @@ def test_bad_project_arguments_are_one_line_and_exit_2(
 ) -> None:
     root = _project(tmp_path, monkeypatch, capsys)
     (tmp_path / "empty").mkdir()
-    args = [a.format(root=root, missing=tmp_path / "empty") for a in argv]
+    (tmp_path / "a-file").write_text("not a project\n")
+    args = [a.format(root=root, missing=tmp_path / "empty", file=tmp_path / "a-file") for a in argv]
     done = subprocess.run(
         [MCP, *args],
         stdin=subprocess.DEVNULL,
