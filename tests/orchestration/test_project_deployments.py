@@ -173,3 +173,34 @@ def test_deploy_registers_on_a_process_pool_and_a_worker_runs_a_dispatched_reche
         except subprocess.TimeoutExpired:
             os.killpg(worker.pid, signal.SIGKILL)
             worker.wait(10)
+
+
+def test_an_agent_on_a_served_project_has_its_resume_run_by_the_projects_deployment(
+    two: tuple[dict[str, str], Served, Served], prefect_api: str
+) -> None:
+    """``contextmesh-mcp --project`` with only the environment ``serve`` runs with: no launcher."""
+    import anyio
+    from mcp import Client, StdioServerParameters
+
+    env, north, _ = two
+    minimal = {k: env[k] for k in ("PATH", "HOME", "CONTEXTMESH_HOME", "PREFECT_API_URL") if k in env}
+    server = StdioServerParameters(
+        command=str(Path(sys.executable).parent / "contextmesh-mcp"),
+        args=["--project", str(north.root), "--dispatch-wait", "240"],
+        env=minimal,
+    )
+
+    async def talk() -> dict[str, Any]:
+        async with Client(server, read_timeout_seconds=300) as client:
+            listed = await client.list_tools()
+            assert listed.meta is not None and listed.meta["notAnswering"] == []
+            result = await client.call_tool("mesh_resume", {})
+            assert not result.is_error, result.content
+            assert result.structured_content is not None
+            return result.structured_content
+
+    resumed = anyio.run(talk)
+    run = resumed["flow_run"]
+    assert run["completed"] and run["state"] == "Completed"
+    plan_id = deployments(prefect_api)[f"contextmesh-plan/{north.name}"]["id"]
+    assert httpx_get(prefect_api, f"/flow_runs/{run['id']}")["deployment_id"] == plan_id
