@@ -63,6 +63,9 @@ if TYPE_CHECKING:
     from contextmesh.knowledge.pipeline import BuildResult, Chunk
     from contextmesh.knowledge.pipeline import build as build_graph
     from contextmesh.knowledge.traverse import Walk, Walker, WalkerSettings
+    from contextmesh.project.config import ProjectError
+    from contextmesh.project.project import Project, find_project, load_project
+    from contextmesh.project.scaffold import init_project
     from contextmesh.session.commit import CommitConflictError
     from contextmesh.session.files import SessionFileError
     from contextmesh.session.lock import SessionLockedError
@@ -109,6 +112,8 @@ __all__ = [
     "Ontology",
     "OntologyError",
     "Plan",
+    "Project",
+    "ProjectError",
     "ProofError",
     "Provenance",
     "RecheckReport",
@@ -132,8 +137,11 @@ __all__ = [
     "blast_radius",
     "build_graph",
     "contextmesh_home",
+    "find_project",
+    "init_project",
     "json_bytes",
     "load_corpus",
+    "load_project",
     "load_sidecar",
     "parse_json",
     "read_folder",
@@ -180,6 +188,8 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "Ontology": ("contextmesh.core.ontology", "Ontology"),
     "OntologyError": ("contextmesh.core.errors", "OntologyError"),
     "Plan": ("contextmesh.execution.plan", "Plan"),
+    "Project": ("contextmesh.project.project", "Project"),
+    "ProjectError": ("contextmesh.project.config", "ProjectError"),
     "Provenance": ("contextmesh.core.model", "Provenance"),
     "RecheckReport": ("contextmesh.execution.reports", "RecheckReport"),
     "RegistryError": ("contextmesh.execution.task_registry", "RegistryError"),
@@ -203,8 +213,11 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "blast_radius": ("contextmesh.belief.invalidation", "blast_radius"),
     "build_graph": ("contextmesh.knowledge.pipeline", "build"),
     "contextmesh_home": ("contextmesh.core.home", "contextmesh_home"),
+    "find_project": ("contextmesh.project.project", "find_project"),
+    "init_project": ("contextmesh.project.scaffold", "init_project"),
     "json_bytes": ("contextmesh.core.canonical", "file_bytes"),
     "load_corpus": ("contextmesh.knowledge.corpus", "load_corpus"),
+    "load_project": ("contextmesh.project.project", "load_project"),
     "load_sidecar": ("contextmesh.knowledge.corpus", "load_sidecar"),
     "parse_json": ("contextmesh.core.canonical", "loads"),
     "read_folder": ("contextmesh.knowledge.folder", "read_folder"),

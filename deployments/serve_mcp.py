@@ -93,7 +93,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         dispatcher = dispatcher_for(ours.session, wait=ours.dispatch_wait)
         if dispatcher is not None:
             _say(f"serve.py serves {ours.session}: mesh_recheck and mesh_resume dispatch to {dispatcher.name}")
-    return mcp_main(rest, registry=build_registry(feed_path(ours.feed)), dispatcher=dispatcher)
+    fallback = None
+    if ours.session is not None and ours.dispatch == "auto" and dispatcher is None:
+        from contextmesh.core.home import contextmesh_home  # noqa: PLC0415
+
+        fallback = (
+            f"no serve.py serves {ours.session} (no live served record under {contextmesh_home() / 'served'}; "
+            "is CONTEXTMESH_HOME the one serve.py runs with?): mesh_recheck and mesh_resume run IN THIS "
+            "PROCESS; pass --dispatch never to say that is meant"
+        )
+    # Said once the server is up (after its banner), so a refusal to start stays one line.
+    return mcp_main(rest, registry=build_registry(feed_path(ours.feed)), dispatcher=dispatcher, announce=fallback)
 
 
 if __name__ == "__main__":

@@ -12,7 +12,7 @@ import argparse
 import re
 from typing import TYPE_CHECKING, Any, NoReturn
 
-from contextmesh.cli import ledger_commands, reads, writes
+from contextmesh.cli import deploy_commands, ledger_commands, plan_rounds, project_commands, reads, writes
 from contextmesh.cli.failure import UsageError
 from contextmesh.cli.options import (
     MAX_INTERVAL,
@@ -28,6 +28,7 @@ from contextmesh.cli.options import (
     Seconds,
     Text,
 )
+from contextmesh.project.config import PROJECT_FILE
 
 __all__ = ["CliParser", "build_parser", "leaf_parsers"]
 
@@ -38,7 +39,10 @@ INTERVAL = Seconds(MAX_INTERVAL)
 SESSION_DIR = PathOption("an existing session directory", "existing-dir")
 NEW_SESSION_DIR = PathOption("a new session directory: absent, or an empty directory", "new-dir")
 OUT_DIR = PathOption("the dashboard directory: absent, or a directory", "out-dir")
-PROJECT_DIR = PathOption("an existing directory holding deployments/serve.py", "existing-dir")
+SERVE_DIR = PathOption("an existing project directory, or a checkout holding deployments/serve.py", "existing-dir")
+PROJECT = PathOption(f"an existing project directory (one holding {PROJECT_FILE})", "existing-dir")
+INIT_DIR = PathOption("the new project's directory: absent, empty, or a half-made project", "out-dir")
+PORT = Count("the port", 1, 65535)
 FEED = FeedFile()
 _ARGUMENT = re.compile(r"argument ([^:]+): ")
 
@@ -76,8 +80,21 @@ def leaf_parsers(parser: argparse.ArgumentParser, prefix: tuple[str, ...] = ()) 
     return found
 
 
+def project_option(sub: argparse.ArgumentParser) -> None:
+    """``--project DIR``: the project a command works on (default: the nearest contextmesh.toml above here)."""
+    sub.add_argument(
+        "--project",
+        type=PROJECT,
+        metavar="DIR",
+        help=f"the project to work on (default: the nearest {PROJECT_FILE} at or above the working directory)",
+    )
+
+
 def _common(sub: argparse.ArgumentParser, *, rounds: int, with_session: str = "not with --session, its own") -> None:
-    sub.add_argument("--session", type=SESSION_DIR, metavar="DIR", help="work on a saved session and commit through it")
+    project_option(sub)
+    sub.add_argument(
+        "--session", type=SESSION_DIR, metavar="DIR", help="the session to work on (default: the project's own)"
+    )
     sub.add_argument("--feed", type=FEED, help=argparse.SUPPRESS)  # the demo auditor's feed, with --session
     sub.add_argument(
         "--rounds",
@@ -123,18 +140,50 @@ def _reading_commands(commands: Commands) -> argparse.ArgumentParser:
     verify = actions.add_parser("verify", help="exit 0 only when the directory loads whole and its ledger verifies")
     verify.set_defaults(handler=reads.session_verify)
     for sub in (show, verify):
-        sub.add_argument("dir", type=SESSION_DIR, help="the session directory")
+        sub.add_argument("dir", nargs="?", type=SESSION_DIR, help="the session directory (default: the project's own)")
+        project_option(sub)
     for sub in (save, show, verify):
         sub.add_argument("--feed", type=FEED, help="the demo advisory feed (default under $CONTEXTMESH_HOME)")
     return demo
 
 
+def _where_it_runs(sub: argparse.ArgumentParser, *, dispatches: bool = True) -> None:
+    project_option(sub)
+    sub.add_argument("--session", type=SESSION_DIR, metavar="DIR", help="the session (default: the project's own)")
+    sub.add_argument("--feed", type=FEED, help="the bundled demo's advisory feed (only with no project)")
+    local_help = "run in this process, without Prefect"
+    if not dispatches:
+        sub.add_argument("--local", action="store_true", help=local_help)
+        return
+    where = sub.add_mutually_exclusive_group()
+    where.add_argument("--local", action="store_true", help=local_help)
+    where.add_argument(
+        "--deployment",
+        action="store_true",
+        help="dispatch to the prefect.yaml deployments on PREFECT_API_URL (a work pool; no serve.py)",
+    )
+    sub.add_argument(
+        "--wait",
+        type=WAIT,
+        metavar="SECONDS",
+        help=f"how long to wait for a dispatched run (default 120, at most {MAX_WAIT:g})",
+    )
+
+
+def _threads(sub: argparse.ArgumentParser) -> None:
+    sub.add_argument(
+        "--threads", type=THREADS, default=4, help=f"how many tasks of a layer run at once, 1 to {MAX_THREADS}"
+    )
+
+
 def _dispatching(commands: Commands) -> None:
-    served_help = "dispatch to the session's served deployment (deployments/serve.py) when one runs, else in-process"
+    served_help = "dispatched to the deployments serving the session, else one flow run here (--local: in-process)"
+    run = commands.add_parser("run", help="one round of the project's plan: a Prefect flow run (--local: in-process)")
+    run.set_defaults(handler=plan_rounds.run)
     rck = commands.add_parser("recheck", help="run every standing auditor once; " + served_help)
-    rck.set_defaults(handler=writes.recheck)
+    rck.set_defaults(handler=plan_rounds.recheck)
     res = commands.add_parser("resume", help="run only stale and pending work whose ground stands; " + served_help)
-    res.set_defaults(handler=writes.resume)
+    res.set_defaults(handler=plan_rounds.resume)
     rep = commands.add_parser("repair", help="ground a stale or failed task on new ground and a registered key")
     rep.add_argument("task", type=Key("a task name of the plan"), help="the task to repair, e.g. hashing")
     rep.add_argument(
@@ -146,36 +195,63 @@ def _dispatching(commands: Commands) -> None:
         required=True,
         help="the statement of its new ground, in quotes",
     )
-    rep.set_defaults(handler=writes.repair)
+    rep.set_defaults(handler=plan_rounds.repair)
+    _where_it_runs(run, dispatches=False)
     for sub in (rck, res, rep):
-        sub.add_argument("--session", type=SESSION_DIR, required=True, metavar="DIR", help="the session directory")
-        sub.add_argument("--feed", type=FEED, help="the demo advisory feed (default: the deployment's)")
-        sub.add_argument(
-            "--wait",
-            type=WAIT,
-            metavar="SECONDS",
-            help=f"how long to wait for a dispatched run (default 120, at most {MAX_WAIT:g})",
-        )
-        where = sub.add_mutually_exclusive_group()
-        where.add_argument("--local", action="store_true", help="run in this process even when a deployment serves")
-        where.add_argument(
-            "--deployment",
-            action="store_true",
-            help="dispatch to the prefect.yaml deployments on PREFECT_API_URL (a work pool; no serve.py)",
-        )
-    srv = commands.add_parser("serve", help="serve a session's plan, recheck and repair deployments (serve.py)")
-    srv.add_argument("--session", type=SESSION_DIR, required=True, metavar="DIR", help="the session directory to serve")
-    srv.add_argument("--feed", type=FEED, help="the advisory feed the demo auditor reads")
+        _where_it_runs(sub)
+    for sub in (run, rck, res):
+        _threads(sub)
+    _project_commands(commands)
+
+
+def _serve_command(commands: Commands) -> None:
+    srv = commands.add_parser("serve", help="serve a project's plan, recheck and repair deployments from this process")
+    srv.add_argument("--session", type=SESSION_DIR, metavar="DIR", help="the session to serve (default: the project's)")
+    srv.add_argument("--feed", type=FEED, help="the bundled demo's advisory feed (demo only)")
     srv.add_argument(
         "--interval",
         type=INTERVAL,
-        default="600",
         metavar="SECONDS",
-        help=f"recheck every (default 600, at most {MAX_INTERVAL:g})",
+        help=f"recheck every (default: the project's recheck_interval, 600 for the demo; at most {MAX_INTERVAL:g})",
     )
-    srv.add_argument("--trigger", choices=("run-deployment", "automation"), default="run-deployment")
-    srv.add_argument("--project", type=PROJECT_DIR, default=".", metavar="DIR", help="where deployments/serve.py is")
+    srv.add_argument("--trigger", choices=("run-deployment", "automation"), help="the bundled demo's resume trigger")
+    srv.add_argument(
+        "--project",
+        type=SERVE_DIR,
+        metavar="DIR",
+        help=f"the project (a folder holding {PROJECT_FILE}); with none, a checkout holding deployments/serve.py",
+    )
     srv.set_defaults(handler=writes.serve)
+    dep = commands.add_parser("deploy", help="register a project's deployments on its process work pool")
+    project_option(dep)
+    dep.add_argument(
+        "--session", type=SESSION_DIR, metavar="DIR", help="the session to deploy (default: the project's)"
+    )
+    dep.set_defaults(handler=deploy_commands.deploy)
+
+
+def _project_commands(commands: Commands) -> None:
+    init = commands.add_parser("init", help="make a runnable project: contextmesh.toml, a plan, documents, flows/")
+    init.add_argument("dir", type=INIT_DIR, help="the project's directory (absent or empty)")
+    init.add_argument("--name", type=Text("a project name", 63), help="the project's name (default: the folder's)")
+    init.set_defaults(handler=project_commands.init)
+    evidence = commands.add_parser("evidence", help="record what was observed, for the auditors' next recheck")
+    actions = evidence.add_subparsers(dest="evidence_command", required=True, metavar="ACTION", parser_class=CliParser)
+    add = actions.add_parser("add", help="record an observation from a source named by where it lives")
+    add.add_argument("text", type=Text("the observation"), help="what was observed, in quotes")
+    add.add_argument(
+        "--source", type=Text("the source's origin"), required=True, help="where it lives: a URL, a path, mail:…"
+    )
+    add.add_argument("--title", type=Text("the source's title"), help="the source's title (default: its origin)")
+    add.set_defaults(handler=project_commands.evidence_add)
+    blast = commands.add_parser("blast-radius", help="what an assumption's fall would take down; changes nothing")
+    blast.add_argument(
+        "assumption", type=Text("an assumption"), help="its id, its statement, a task of the plan, or part of one"
+    )
+    blast.set_defaults(handler=project_commands.blast_radius)
+    for sub in (add, blast):
+        project_option(sub)
+        sub.add_argument("--session", type=SESSION_DIR, metavar="DIR", help="the session (default: the project's own)")
 
 
 def _running_commands(commands: Commands, demo: argparse.ArgumentParser) -> None:
@@ -206,6 +282,7 @@ def _running_commands(commands: Commands, demo: argparse.ArgumentParser) -> None
     adv.set_defaults(handler=writes.advisory)
     srv = commands.add_parser("server", help="start, check or stop the managed local Prefect server and its UI")
     srv.add_argument("action", choices=("start", "status", "stop"))
+    srv.add_argument("--port", type=PORT, help="with start: the port to serve on (default: 4200, else a free one)")
     srv.set_defaults(handler=writes.server)
 
 
@@ -216,6 +293,7 @@ def build_parser() -> CliParser:
     demo = _reading_commands(commands)
     _running_commands(commands, demo)
     _dispatching(commands)
+    _serve_command(commands)
     ledger_commands.register(commands)
     for each in _every_parser(parser):
         each.allow_abbrev = False

@@ -12,7 +12,7 @@ from contextmesh.belief.assumptions import Assumptions
 from contextmesh.belief.invalidation import InvalidationReport
 from contextmesh.belief.temporal import AsOf
 from contextmesh.demo.execute import Walkthrough, produced
-from contextmesh.execution.plan import RoundReport
+from contextmesh.execution.plan import RecheckReport, RoundReport
 from contextmesh.knowledge.health import HealthReport
 from contextmesh.knowledge.pipeline import BuildReport
 from contextmesh.knowledge.traverse import Walk
@@ -24,6 +24,7 @@ __all__ = [
     "render_health",
     "render_invalidation",
     "render_lineage",
+    "render_recheck",
     "render_round",
     "render_session",
     "render_walk",
@@ -121,6 +122,29 @@ def render_round(report: RoundReport, *, url: str | None = None) -> str:
     lines += [f"  cached {name} — untouched, previous result stands" for name in report.cached]
     lines += [f"  blocked {name} — {reason}" for name, reason in report.blocked.items()]
     lines += [f"  failed {name} — {reason}" for name, reason in report.failed.items()]
+    return "\n".join(lines)
+
+
+def render_recheck(report: RecheckReport, *, url: str | None = None, reasons: dict[str, str] | None = None) -> str:
+    """``RECHECK round n · a audited`` with each disproof (the auditor's reason, what fell and why)."""
+    reasons = reasons or {}
+    lines = [f"RECHECK round {report.round} · {len(report.audited)} audited: {', '.join(report.audited) or 'nothing'}"]
+    if url:
+        lines.append(f"  flow run: {url}")
+    for fallen in report.invalidations:
+        lines.append(f"  DISPROVED {fallen.statement}")
+        if fallen.assumption_id in reasons:
+            lines.append(f"    auditor: {reasons[fallen.assumption_id]}")
+        if fallen.evidence_id:
+            lines.append(f"    evidence: {fallen.evidence_id}")
+        lines.append(f"    INVALIDATED ({fallen.blast_radius}), PRESERVED ({fallen.preserved_count})")
+        lines += [f"      ✗ {fallen.why(node_id)}" for node_id in fallen.invalidated]
+    if report.stale:
+        lines.append(f"  now stale, waiting for repair or resume: {', '.join(report.stale)}")
+    elif not report.invalidations:
+        lines.append("  every ground audited still holds")
+    lines += [f"  failed {name} — {reason}" for name, reason in report.failed.items()]
+    lines += [f"  audit error {name} — {reason}" for name, reason in report.audit_errors.items()]
     return "\n".join(lines)
 
 

@@ -281,6 +281,7 @@ class SubmitResult(_Out):
     committed: bool
     generation: int
     node: EvidenceOut
+    source_created: bool = False
 
 
 class InvalidationOut(_Out):

@@ -3,13 +3,17 @@
     contextmesh-mcp --demo                                  # an ephemeral demo graph (read-only)
     contextmesh-mcp --demo --rounds 8 --save ./session      # write a demo session and exit
     contextmesh-mcp --session ./session [--checkpoint every-ask|on-exit|never]
+    contextmesh-mcp --project ./my-project [--session DIR] [--dispatch auto|never] [--dispatch-wait S]
     contextmesh-mcp --session ./session --transport http [--host 127.0.0.1] [--port 8765]
     contextmesh-mcp --session ./session --transport http --host 0.0.0.0 --allow-remote --token-file FILE
 
-``--demo`` or ``--session DIR`` must be said. A session holding an execution plan starts only when
-the launcher supplies the deployment's registry with every key the plan names
-(``main(argv, registry=…)``; ``deployments/serve_mcp.py`` is this repository's launcher), and
-fails before any transport starts otherwise: no request, flag or file can choose code.
+``--demo``, ``--session DIR`` or ``--project DIR`` must be said. A session holding an execution plan
+starts only with a registry holding every key the plan names: a project's own (``--project``: the
+code its ``contextmesh.toml`` names, written by its operator), or one a launcher supplies
+(``main(argv, registry=…)``; ``deployments/serve_mcp.py`` is the bundled demo's launcher), and fails
+before any transport starts otherwise: no request, flag or file can choose code. With
+``--project``, ``mesh_recheck`` and ``mesh_resume`` go to the deployments ``contextmesh serve``
+serves the session from, and when none does the server says on stderr that they run in-process.
 
 HTTP is served at ``http://127.0.0.1:<port>/mcp``: POST only (anything else 405, so no event
 stream), one JSON body per request, stateless, Host and Origin checked against an explicit
@@ -411,6 +415,7 @@ def main(
     *,
     registry: TaskRegistry | None = None,
     dispatcher: Dispatcher | None = None,
+    announce: str | None = None,
 ) -> int:
     """``contextmesh-mcp``. Returns the exit code: 0 after a clean stop, 2 for usage or a session that cannot load."""
     arguments = parser()
@@ -438,7 +443,7 @@ def main(
             return 2
     wire = _quiet_stdout() if args.transport == "stdio" else None
     try:
-        served = open_served(args, registry=registry, dispatcher=dispatcher)
+        served = open_served(args, registry=registry, dispatcher=dispatcher, say=_say)
     except ContextMeshError as exc:
         if wire is not None:
             _restore_stdout(wire)
@@ -449,6 +454,8 @@ def main(
     log_lines.install(PROG)
     server = build_server(served)
     _line(served.banner())
+    if announce:
+        _say(announce)  # a launcher's word on where writes run, once the server is up
     previous = signal.signal(signal.SIGTERM, signal.default_int_handler)
     interrupted = False
     try:

@@ -32,7 +32,7 @@ from typing import Annotated, TypeVar
 
 from pydantic import Field
 
-from contextmesh.belief.evidence import submit
+from contextmesh.belief.evidence import Submission, submit
 from contextmesh.core.canonical import loads
 from contextmesh.core.errors import ContextMeshError, SessionError
 from contextmesh.execution.plan import Plan, RoundReport, TaskState
@@ -53,6 +53,7 @@ from contextmesh.mcp.quoting import quote
 from contextmesh.mcp.read_tools import MeshToolError, ToolSpec
 from contextmesh.mcp.served_session import ServedSession
 from contextmesh.mcp.write_dispatch import Dispatcher
+from contextmesh.project.sourced_evidence import add_evidence
 from contextmesh.session.commit import CommitConflictError
 from contextmesh.session.lock import SessionLockedError
 from contextmesh.session.plan_check import plan_of
@@ -199,7 +200,22 @@ def _dispatched_or_here(
 EvidenceText = Annotated[
     str, Field(min_length=1, max_length=65536, description="what was observed, in the observer's words")
 ]
-SourceId = Annotated[str, Field(min_length=1, max_length=300, description="the source node it came from, 'source:…'")]
+SourceId = Annotated[
+    str | None,
+    Field(min_length=1, max_length=300, description="the source node it came from, 'source:…' (or give origin)"),
+]
+Origin = Annotated[
+    str | None,
+    Field(
+        min_length=1,
+        max_length=2000,
+        description="instead of source_id: where the observation lives (a URL, a path, 'mail:…'); "
+        "the source with that origin, or a new one",
+    ),
+]
+Title = Annotated[
+    str | None, Field(min_length=1, max_length=300, description="with origin: a new source's title (default: origin)")
+]
 ExternalId = Annotated[
     str | None, Field(min_length=1, max_length=300, description="the observation's id where it came from")
 ]
@@ -224,22 +240,51 @@ Rationale = Annotated[str | None, Field(max_length=4000, description="why (defau
 # -- the four writes ------------------------------------------------------------------------------
 
 
+def _stored(
+    session: Session,
+    text: str,
+    source_id: str | None,
+    origin: str | None,
+    title: str | None,
+    external_id: str | None,
+    metadata: dict[str, AnyJson] | None,
+) -> tuple[Submission, bool]:
+    """The observation stored from ``source_id`` or from the source at ``origin`` (found or made)."""
+    if (source_id is None) == (origin is None):
+        raise ControlledWriteError(
+            "name the source exactly once: source_id (an existing 'source:…' node) or origin (where the "
+            "observation lives; a new source is recorded when none has it)"
+        )
+    if title is not None and origin is None:
+        raise ControlledWriteError("title names a new source, so it goes with origin, not source_id")
+    try:
+        if origin is not None:
+            sourced = add_evidence(
+                session.graph, text, origin=origin, title=title, external_id=external_id, metadata=metadata
+            )
+            return sourced.submission, sourced.source_created
+        assert source_id is not None
+        return submit(session.graph, text, source_id, external_id=external_id, metadata=metadata), False
+    except ContextMeshError as exc:
+        raise ControlledWriteError(str(exc)) from None
+
+
 def mesh_submit_evidence(
     served: ServedSession,
     text: EvidenceText,
-    source_id: SourceId,
+    source_id: SourceId = None,
+    origin: Origin = None,
+    title: Title = None,
     external_id: ExternalId = None,
     metadata: Metadata = None,
 ) -> SubmitResult:
-    """Store a raw observation, attributed to a source. It expresses no verdict and names no
-    target: what it means is for the registered auditors to decide (mesh_recheck). Submitting the
-    same payload again returns the same evidence and commits nothing."""
+    """Store a raw observation, attributed to a source: an existing one (source_id) or the one at
+    origin (recorded new, with title, when none has that origin). It expresses no verdict and names
+    no target: what it means is for the registered auditors to decide (mesh_recheck). Submitting
+    the same payload again returns the same evidence and commits nothing."""
 
     def mutate(session: Session) -> tuple[SubmitResult, bool]:
-        try:
-            stored = submit(session.graph, text, source_id, external_id=external_id, metadata=metadata)
-        except ContextMeshError as exc:
-            raise ControlledWriteError(str(exc)) from None
+        stored, source_created = _stored(session, text, source_id, origin, title, external_id, metadata)
         node = stored.node
         attrs = node.attrs
         meta = attrs.get("metadata")
@@ -249,16 +294,17 @@ def mesh_submit_evidence(
             created=stored.created,
             committed=False,
             generation=session.generation,
+            source_created=source_created,
             node=EvidenceOut(
                 id=node.id,
                 type="evidence",
                 label=node.label,
-                source_id=node.provenance.source_id if node.provenance else source_id,
+                source_id=node.provenance.source_id if node.provenance else str(source_id),
                 external_id=external if isinstance(external, str) else None,
                 metadata=meta if isinstance(meta, dict) else {},
             ),
         )
-        return out, stored.created
+        return out, stored.created or source_created
 
     result, committed = commit_through_clone(served, mutate)
     return result.model_copy(update={"committed": committed, "generation": served.session.generation})

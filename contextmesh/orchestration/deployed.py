@@ -178,25 +178,28 @@ def dispatch_resume(
         return _wait(record, record.plan, found["flow_run_id"], wait)
 
 
-def configured_record(session_dir: Path, api_url: str) -> ServedRecord:
-    """The deployments of ``deployments/prefect.yaml`` on ``api_url``, as a record for this session.
+def configured_record(session_dir: Path, api_url: str, names: Mapping[str, str] | None = None) -> ServedRecord:
+    """The work-pool deployments on ``api_url`` of this session, as a record for it.
 
-    A work-pool deployment has no ``serve.py`` process and so no served record; ``--deployment``
-    on the CLI names it instead. The three deployments must exist and default their
-    ``session_dir`` to this directory — a deployment of another session is refused, naming it.
+    ``names`` maps plan, recheck and repair to ``<flow>/<deployment>``: by default those of
+    ``deployments/prefect.yaml``; a project's are named after it and the session (``contextmesh
+    deploy``). A work-pool deployment has no serving process and so no served record;
+    ``--deployment`` on the CLI names it instead. The three deployments must exist and default
+    their ``session_dir`` to this directory — a deployment of another session is refused, naming it.
     """
     from prefect.client.orchestration import get_client  # noqa: PLC0415
     from prefect.exceptions import ObjectNotFound  # noqa: PLC0415
 
     session_id, _, _ = peek(str(session_dir))
-    names = {"plan": PLAN_DEPLOYMENT, "recheck": RECHECK_DEPLOYMENT, "repair": REPAIR_DEPLOYMENT}
+    names = names or {"plan": PLAN_DEPLOYMENT, "recheck": RECHECK_DEPLOYMENT, "repair": REPAIR_DEPLOYMENT}
     with _answering(api_url), client_settings(api_url, heartbeat=False), get_client(sync_client=True) as client:
         for role, name in names.items():
             try:
                 deployment = client.read_deployment_by_name(name)
             except ObjectNotFound:
                 raise ExecutionError(
-                    f"no deployment {name!r} on {api_url}: deploy deployments/prefect.yaml for this session first"
+                    f"no deployment {name!r} on {api_url}: deploy this session first (`contextmesh deploy` for a "
+                    "project, deployments/prefect.yaml for the bundled demo)"
                 ) from None
             named = deployment.parameters.get("session_dir")
             if not isinstance(named, str) or Path(named).resolve() != session_dir.resolve():
@@ -207,9 +210,9 @@ def configured_record(session_dir: Path, api_url: str) -> ServedRecord:
         session_id,
         str(session_dir.resolve()),
         api_url,
-        PLAN_DEPLOYMENT,
-        RECHECK_DEPLOYMENT,
-        REPAIR_DEPLOYMENT,
+        names["plan"],
+        names["recheck"],
+        names["repair"],
         "run-deployment",
         os.getpid(),
     )

@@ -60,8 +60,10 @@ from contextmesh.execution.task_registry import TaskRegistry
 from contextmesh.orchestration.announce import Outbox
 from contextmesh.orchestration.prefect_executor import PrefectExecutor, cached_run, flow_run_id
 from contextmesh.orchestration.resume import ResumeTrigger
+from contextmesh.orchestration.round_table import round_description, round_table
 from contextmesh.orchestration.run_report import RunReport, publish_report
 from contextmesh.orchestration.served_record import peek
+from contextmesh.project.project import load_project
 from contextmesh.session.plan_check import plan_of
 from contextmesh.session.session import Session
 
@@ -74,6 +76,7 @@ __all__ = [
     "limit_name",
     "make_plan_flow",
     "make_recheck_flow",
+    "make_repair_flow",
     "peek",
     "plan_flow_options",
     "recheck_flow_options",
@@ -81,6 +84,9 @@ __all__ = [
     "repair_flow_options",
     "round_report_from",
     "run_plan_round",
+    "run_project_recheck",
+    "run_project_repair",
+    "run_project_round",
     "run_recheck",
     "run_repair",
 ]
@@ -190,14 +196,6 @@ def _announce(
     return outbox, outbox.flush(runner.ledger)
 
 
-def _round_description(plan: str, report: RoundReport, mode: Mode, session_id: str) -> str:
-    text = f"{plan} · round {report.round} ({mode}) of session {session_id}"
-    if report.blocked:
-        waiting = ", ".join(sorted(report.blocked))
-        text += f" — {len(report.blocked)} task(s) wait for repair: {waiting}"
-    return text
-
-
 def cached_shown(runner: Plan, report: RoundReport) -> list[str]:
     """The untouched tasks that get a ``Cached`` run: all of them in a plan of at most 50 tasks,
     else only those a task that ran this round needs directly."""
@@ -214,32 +212,6 @@ def _cached_runs(runner: Plan, shown: list[str]) -> list[PrefectFuture[Any]]:
         task = runner.tasks[name]
         futures.append(cached_run(runner.name, name, task.worker_key, task.assumption_id, task.output, tagged=tagged))
     return futures
-
-
-def _round_table(runner: Plan, report: RoundReport, shown: set[str]) -> list[dict[str, str]]:
-    rows = []
-    for name in runner.tasks:
-        if name in report.blocked:
-            rows.append({"task": name, "outcome": "blocked", "task run": "none", "reason": report.blocked[name]})
-        elif name in report.failed:
-            rows.append({"task": name, "outcome": "failed", "task run": name, "reason": report.failed[name]})
-        elif name in report.executed:
-            rows.append({"task": name, "outcome": "executed", "task run": name, "reason": ""})
-        elif name in report.stale:
-            rows.append(
-                {
-                    "task": name,
-                    "outcome": "stale",
-                    "task run": name if name in report.runs else "none",
-                    "reason": runner.tasks[name].error or "its ground fell this round",
-                }
-            )
-        elif name in report.cached:
-            run = f"{name} · cached" if name in shown else "none (listed here only)"
-            rows.append({"task": name, "outcome": "cached", "task run": run, "reason": "untouched"})
-        else:
-            rows.append({"task": name, "outcome": runner.tasks[name].state.value, "task run": "none", "reason": ""})
-    return rows
 
 
 # -- the factories ----------------------------------------------------------------------------------
@@ -372,8 +344,8 @@ def run_plan_round(
         held.committed(report.round)
     create_table_artifact(
         key=f"cm-round-{report.round}",
-        table=_round_table(runner, report, set(shown)),
-        description=_round_description(runner.name, report, mode, session_id),
+        table=round_table(runner, report, set(shown)),
+        description=round_description(runner.name, report, mode, session_id),
     )
     result = held.result(report)
     return {
@@ -459,6 +431,51 @@ def make_recheck_flow(
         return run_recheck(session_dir, registry, resume=resume)
 
     return recheck
+
+
+def make_repair_flow(registry: TaskRegistry) -> Flow[..., dict[str, Any]]:
+    """A flow that repairs one task of a session's plan as one flow run (it runs no code)."""
+
+    @flow(**repair_flow_options())
+    def repair(session_dir: str, task: str, assumes: str, worker_key: str | None = None) -> dict[str, Any]:
+        """Ground ``task`` on ``assumes`` (and the registered ``worker_key``); the next resume runs it."""
+        return run_repair(session_dir, registry, task=task, worker_key=worker_key, assumes=assumes)
+
+    return repair
+
+
+# -- a user's project: the bodies its flows/ entrypoints call, with the folder they sit in ----------
+# The root comes from the entrypoint's own location, never from a parameter: a flow parameter that
+# named a folder would let whoever starts a run choose which code it imports (ADR 0009 §2).
+
+
+def _project_session(root: Path | str, session_dir: str | None) -> tuple[str, TaskRegistry]:
+    """The session a project's run works on (by default its own, made on first use) and its registry."""
+    project = load_project(Path(root))
+    directory = project.session_dir(Path(session_dir) if session_dir else None)
+    if not session_dir:
+        project.ensure_session()
+    return str(directory), project.registry()
+
+
+def run_project_round(root: Path | str, session_dir: str | None, mode: Mode) -> dict[str, Any]:
+    """:func:`run_plan_round` for the project at ``root``, its registry bound from its own code."""
+    directory, registry = _project_session(root, session_dir)
+    return run_plan_round(directory, mode, registry)
+
+
+def run_project_recheck(root: Path | str, session_dir: str | None, *, resume_deployment: str = "") -> dict[str, Any]:
+    """:func:`run_recheck` for the project at ``root``; a disproof resumes on ``resume_deployment`` if named."""
+    directory, registry = _project_session(root, session_dir)
+    return run_recheck(directory, registry, resume=ResumeTrigger(resume_deployment) if resume_deployment else None)
+
+
+def run_project_repair(
+    root: Path | str, session_dir: str | None, *, task: str, assumes: str, worker_key: str | None
+) -> dict[str, Any]:
+    """:func:`run_repair` for the project at ``root``."""
+    directory, registry = _project_session(root, session_dir)
+    return run_repair(directory, registry, task=task, worker_key=worker_key, assumes=assumes)
 
 
 # A flow run's ``report`` back as the engine's report: the codec's readers, under the names callers use.
