@@ -22,6 +22,8 @@ Candidates that fold into one are those the resolver could not tell apart anyway
 Every candidate keeps its count, how many of them were inside a sentence, in prose (not a code
 block) or inside a longer phrase, how many documents it is in, where it was first seen and every
 surface form it was written in; :mod:`~contextmesh.knowledge.candidates` decides which become entities.
+
+Incremental ingestion reads each document on its own: :mod:`~contextmesh.knowledge.sightings`.
 """
 
 from __future__ import annotations
