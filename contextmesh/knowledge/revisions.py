@@ -178,8 +178,9 @@ def resolve_refs(
         found = _claims_quoting(graph, made, ref.quote)
         if len(found) != 1:
             many = f"{len(found)} sentences" if found else "no sentence"
+            verb = "hold" if found else "holds"
             return (
-                f"{ref}: {many} of its current revision ({revision.number}) hold the quote; a quote names exactly one"
+                f"{ref}: {many} of its current revision ({revision.number}) {verb} the quote; a quote names exactly one"
             )
         sources.setdefault(revision.id)
         claims.setdefault(found[0])
