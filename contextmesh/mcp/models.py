@@ -74,6 +74,8 @@ class DeadEndOut(_Out):
 
     reason: Literal["entity_unresolved", "no_typed_edge", "wrong_node_type", "pruned_too_early"]
     detail: str
+    rejected: str | None = Field(description="the label of the best candidate the walk turned down, if any")
+    candidates: list[str] = Field(description="what an ambiguous mention could mean (empty otherwise)")
 
 
 class WalkOut(_Out):
@@ -85,6 +87,8 @@ class WalkOut(_Out):
     answer: str | None
     hops: int
     score: float
+    confidence: float = Field(description="the share of the question the answer carries (0 for a dead end)")
+    notes: list[str] = Field(description="live contradictions of the answer")
     tokens: int
     flat_tokens: int = Field(description="tokens flat top-k retrieval would send; 0 when not computed")
     path: list[StepOut]

@@ -1,7 +1,7 @@
 """Where ``mesh_recheck`` and ``mesh_resume`` run: in this process, or on a deployment.
 
 Without a dispatcher the server runs both in-process, each committed through a lossless clone
-(:mod:`contextmesh.mcp.writes`). A launcher that serves a session beside a Prefect deployment
+(:mod:`contextmesh.mcp.write_tools`). A launcher that serves a session beside a Prefect deployment
 passes a :class:`Dispatcher` instead (``main(argv, registry=…, dispatcher=…)``):
 :func:`contextmesh.mcp.deployment_dispatcher.dispatcher_for` gives one when the rule the CLI follows
 too (:func:`contextmesh.orchestration.write_target.served_target`) finds served deployments. It

@@ -16,10 +16,10 @@ from contextmesh.belief.reconstruct import reconstruct_decision
 from contextmesh.belief.temporal import explain_as_of
 from contextmesh.core.ids import slug
 from contextmesh.demo.knowledge import load_demo, load_demo_break
+from contextmesh.mcp.read_tools import READ_TOOLS
 from contextmesh.mcp.served_session import ServedSession
 from contextmesh.mcp.server import build_server
-from contextmesh.mcp.tools import READ_TOOLS
-from contextmesh.mcp.writes import FORBIDDEN_INPUT_NAMES, WRITE_TOOLS
+from contextmesh.mcp.write_tools import FORBIDDEN_INPUT_NAMES, WRITE_TOOLS
 
 pytestmark = pytest.mark.anyio
 MODES = ["auto", "legacy"]

@@ -50,8 +50,8 @@ from contextmesh.mcp.models import (
     result_of,
 )
 from contextmesh.mcp.quoting import quote
+from contextmesh.mcp.read_tools import MeshToolError, ToolSpec
 from contextmesh.mcp.served_session import ServedSession
-from contextmesh.mcp.tools import MeshToolError, ToolSpec
 from contextmesh.mcp.write_dispatch import Dispatcher
 from contextmesh.session.commit import CommitConflictError
 from contextmesh.session.lock import SessionLockedError
