@@ -59,7 +59,10 @@ class Ingestion:
             "new_entities": list(increment.entities.new_entities),
             "new_aliases": {k: list(v) for k, v in increment.entities.new_aliases.items()},
             "divergences": list(increment.divergences),
-            "stages": increment.report.to_dict(),
+            "stages": [
+                {**stage.to_dict(), "drops": [{"item": d.item, "reason": d.reason} for d in stage.drops]}
+                for stage in increment.report.stages
+            ],
             "warnings": [str(w) for w in increment.warnings],
             **self.fallout.to_dict(),
         }

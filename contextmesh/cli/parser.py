@@ -12,7 +12,7 @@ import argparse
 import re
 from typing import TYPE_CHECKING, Any, NoReturn
 
-from contextmesh.cli import reads, writes
+from contextmesh.cli import ingest_command, reads, writes
 from contextmesh.cli.failure import UsageError
 from contextmesh.cli.options import (
     MAX_INTERVAL,
@@ -22,6 +22,7 @@ from contextmesh.cli.options import (
     Count,
     EdgePolicy,
     FeedFile,
+    FilePath,
     IsoDate,
     Key,
     PathOption,
@@ -40,6 +41,13 @@ NEW_SESSION_DIR = PathOption("a new session directory: absent, or an empty direc
 OUT_DIR = PathOption("the dashboard directory: absent, or a directory", "out-dir")
 PROJECT_DIR = PathOption("an existing directory holding deployments/serve.py", "existing-dir")
 FEED = FeedFile()
+INGEST_SESSION = PathOption("a session directory: an existing session, or absent or empty for a new one", "out-dir")
+DOCUMENT_PATH = FilePath("a document file or a folder of them, existing", "read-path")
+ENTITIES_IN = FilePath("an existing entities file", "read-file")
+ENTITIES_OUT = FilePath(
+    "the entities file to write: a regular file, or a new name in an existing directory", "write-file"
+)
+INGEST_ROOT = PathOption("the folder document names are taken from: an existing directory", "existing-dir")
 _ARGUMENT = re.compile(r"argument ([^:]+): ")
 
 
@@ -129,6 +137,28 @@ def _reading_commands(commands: Commands) -> argparse.ArgumentParser:
     return demo
 
 
+def _ingesting(commands: Commands) -> None:
+    ing = commands.add_parser("ingest", help="read Markdown and text files into a session, incrementally")
+    ing.add_argument(
+        "paths", nargs="+", type=DOCUMENT_PATH, metavar="PATH", help="files and folders (folders are read recursively)"
+    )
+    ing.add_argument(
+        "--session", type=INGEST_SESSION, metavar="DIR", help="the session to ingest into (created if new)"
+    )
+    ing.add_argument(
+        "--entities", type=ENTITIES_IN, metavar="FILE", help="the entities file (default: the root's entities.json)"
+    )
+    ing.add_argument(
+        "--root", type=INGEST_ROOT, metavar="DIR", help="name documents from here (default: the paths' folder)"
+    )
+    ing.add_argument("--dry-run", action="store_true", help="say what would be added, superseded and invalidated")
+    ing.add_argument(
+        "--suggest-entities", type=ENTITIES_OUT, metavar="FILE", help="write an editable entities file instead"
+    )
+    ing.add_argument("--feed", type=FEED, help=argparse.SUPPRESS)  # a saved demo's auditor feed
+    ing.set_defaults(handler=ingest_command.ingest)
+
+
 def _dispatching(commands: Commands) -> None:
     served_help = "dispatch to the session's served deployment (deployments/serve.py) when one runs, else in-process"
     rck = commands.add_parser("recheck", help="run every standing auditor once; " + served_help)
@@ -216,6 +246,7 @@ def build_parser() -> CliParser:
     demo = _reading_commands(commands)
     _running_commands(commands, demo)
     _dispatching(commands)
+    _ingesting(commands)
     for each in _every_parser(parser):
         each.allow_abbrev = False
         each.add_argument(

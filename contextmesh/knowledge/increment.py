@@ -67,6 +67,7 @@ class Increment:
     new_claims: list[str] = field(default_factory=list)
     carried_claims: list[str] = field(default_factory=list)
     reresolved: int = 0
+    neighbours_read: int = 0  # unchanged documents parsed again for their links into or out of a changed one
     divergences: list[str] = field(default_factory=list)
     warnings: list[ReadWarning] = field(default_factory=list)
     chunks: list[Chunk] = field(default_factory=list)
@@ -165,6 +166,7 @@ def _folder_sightings(step: _Step) -> list[DocumentSightings]:
 
 def _run(step: _Step, catalogue: Folded, embedder: Embedder) -> Increment:
     increment = Increment(step.survey, BuildReport([]), catalogue, CatalogueChange())
+    increment.neighbours_read = len(step.neighbours)
     _chunk(step, increment)
     _extract(step, increment)
     increment.entities = enter_catalogue(step.graph, step.resolver, catalogue.entities)

@@ -108,6 +108,9 @@ def _good(action: argparse.Action, places: Places, rng: random.Random) -> str:
         "new-dir": [places.fresh()],
         "out-dir": [places.fresh()],
         "feed-file": [str(places.feed)],
+        "read-path": [str(places.file), str(places.empty)],
+        "read-file": [str(places.file)],
+        "write-file": [places.fresh()],
     }
     return rng.choice(values[kind])
 
@@ -132,6 +135,9 @@ def _bad(action: argparse.Action, places: Places, rng: random.Random) -> str:
         "new-dir": ["", str(places.file), str(places.fifo), str(places.junk), under_file, str(places.socket)],
         "out-dir": ["", str(places.file), str(places.fifo), under_file, str(places.socket)],
         "feed-file": ["", str(places.empty), str(places.fifo), under_file, str(places.socket)],
+        "read-path": ["", missing, str(places.fifo), under_file, str(places.socket)],
+        "read-file": ["", missing, str(places.empty), str(places.fifo), str(places.socket)],
+        "write-file": ["", str(places.empty), str(places.fifo), under_file, str(places.socket)],
     }
     return rng.choice(values[kind])
 
