@@ -53,6 +53,7 @@ class Sighting:
     line: int
     # (form, times written, the form's first word is written in lower case in this document)
     forms: tuple[tuple[str, int, bool], ...]
+    labels: int = 0  # of ``count``, in a title or heading
 
 
 @dataclass(frozen=True)
@@ -66,6 +67,7 @@ class OpeningRun:
     tokens: tuple[str, ...]
     line: int
     lower: tuple[bool, bool]
+    label: bool = False  # read in a title or heading
 
 
 @dataclass(frozen=True)
@@ -96,14 +98,15 @@ def sightings(document: Document) -> DocumentSightings:
             group.in_phrase,
             group.first[1],
             tuple((form, n, form.split()[0].lower() in lower) for form, n in group.forms.items()),
+            group.labels,
         )
         for group in collector.groups.values()
     ]
     openings = []
-    for tokens, _, _, line in collector.pending:
+    for tokens, _, _, line, label in collector.pending:
         rest = [token for _, token in _trim(list(enumerate(tokens))[1:])]
         flags = (tokens[0].lower() in lower, bool(rest) and rest[0].lower() in lower)
-        openings.append(OpeningRun(tuple(tokens), line, flags))
+        openings.append(OpeningRun(tuple(tokens), line, flags, label))
     definitions = tuple((acronym, tuple(table.values())) for acronym, table in sorted(collector.expansions.items()))
     return DocumentSightings(
         document.name, tuple(found), definitions, tuple(openings), tuple(sorted(collector.named_inside))
@@ -117,7 +120,7 @@ class _Sum:
     kinds: set[str] = field(default_factory=set)
     forms: dict[str, int] = field(default_factory=dict)
     lower_first: set[str] = field(default_factory=set)  # first words written in lower case where it occurs
-    counts: list[int] = field(default_factory=lambda: [0, 0, 0, 0])  # count, inside, prose, in_phrase
+    counts: list[int] = field(default_factory=lambda: [0, 0, 0, 0, 0])  # count, inside, prose, in_phrase, labels
     documents: set[str] = field(default_factory=set)
 
 
@@ -132,7 +135,8 @@ class _Sums:
             total.first, total.first_seen = where, f"{name}:{sighting.line}"
         total.kinds.update(sighting.kinds)
         total.documents.add(name)
-        for index, value in enumerate((sighting.count, sighting.inside, sighting.prose, sighting.in_phrase)):
+        values = (sighting.count, sighting.inside, sighting.prose, sighting.in_phrase, sighting.labels)
+        for index, value in enumerate(values):
             total.counts[index] += value
         for form, count, lower in sighting.forms:
             total.forms[form] = total.forms.get(form, 0) + count
@@ -157,14 +161,24 @@ class _Sums:
                     continue
                 key = normalize(surface)
                 if key:
-                    sighting = Sighting(key, ("phrase",), 1, int(is_inside), 1, 0, run.line, ((surface, 1, lower),))
+                    sighting = Sighting(
+                        key,
+                        ("phrase",),
+                        1,
+                        int(is_inside and not run.label),
+                        1,
+                        0,
+                        run.line,
+                        ((surface, 1, lower),),
+                        int(run.label),
+                    )
                     self.add(sighting, rank, document.name)
 
     def candidates(self) -> list[Candidate]:
         out = []
         for key, total in self.by_key.items():
             forms = sorted(total.forms, key=lambda form: -total.forms[form])  # stable: first seen wins ties
-            count, inside, prose, in_phrase = total.counts
+            count, inside, prose, in_phrase, labels = total.counts
             out.append(
                 Candidate(
                     forms[0],
@@ -178,6 +192,7 @@ class _Sums:
                     len(total.documents),
                     total.first_seen,
                     tuple(forms),
+                    labels,
                 )
             )
         out.sort(key=lambda c: (-c.count, c.name.casefold(), c.name))
@@ -204,11 +219,21 @@ def sightings_to_data(found: DocumentSightings) -> dict[str, Any]:
     """Plain JSON data for a revision's ``sightings`` attribute (the name is the revision's document)."""
     return {
         "candidates": [
-            [s.key, list(s.kinds), s.count, s.inside, s.prose, s.in_phrase, s.line, [list(f) for f in s.forms]]
+            [
+                s.key,
+                list(s.kinds),
+                s.count,
+                s.inside,
+                s.prose,
+                s.in_phrase,
+                s.line,
+                [list(f) for f in s.forms],
+                s.labels,
+            ]
             for s in found.sightings
         ],
         "definitions": [[acronym, list(surfaces)] for acronym, surfaces in found.definitions],
-        "openings": [[list(run.tokens), run.line, list(run.lower)] for run in found.openings],
+        "openings": [[list(run.tokens), run.line, list(run.lower), run.label] for run in found.openings],
         "named_inside": list(found.named_inside),
     }
 
@@ -239,7 +264,7 @@ def _flag(value: Any, where: str) -> bool:
 
 
 def _sighting(raw: Any, where: str) -> Sighting:
-    key, kinds, count, inside, prose, in_phrase, line, forms = _list(raw, where, 8)
+    key, kinds, count, inside, prose, in_phrase, line, forms, labels = _list(raw, where, 9)
     kind_list = tuple(_text(k, f"{where}[1][{i}]") for i, k in enumerate(_list(kinds, f"{where}[1]")))
     if not kind_list or any(k not in _KINDS for k in kind_list):
         raise InputError(f"{where}[1]", repr(kinds)[:80], f"kinds are some of {list(_KINDS)}")
@@ -258,7 +283,8 @@ def _sighting(raw: Any, where: str) -> Sighting:
     n, ins, pro, phr, at = (
         _count(v, f"{where}[{i + 2}]") for i, v in enumerate((count, inside, prose, in_phrase, line))
     )
-    return Sighting(_text(key, f"{where}[0]"), kind_list, n, ins, pro, phr, at, tuple(parsed_forms))
+    titled = _count(labels, f"{where}[8]")
+    return Sighting(_text(key, f"{where}[0]"), kind_list, n, ins, pro, phr, at, tuple(parsed_forms), titled)
 
 
 def sightings_from_data(name: str, value: Any, where: str) -> DocumentSightings:
@@ -281,7 +307,7 @@ def sightings_from_data(name: str, value: Any, where: str) -> DocumentSightings:
         definitions.append((_text(acronym, f"{where}.definitions[{i}][0]"), texts))
     openings = []
     for i, raw in enumerate(_list(value["openings"], f"{where}.openings")):
-        tokens, line, lower = _list(raw, f"{where}.openings[{i}]", 3)
+        tokens, line, lower, label = _list(raw, f"{where}.openings[{i}]", 4)
         words = tuple(
             _text(w, f"{where}.openings[{i}][0][{j}]") for j, w in enumerate(_list(tokens, f"{where}.openings[{i}][0]"))
         )
@@ -293,6 +319,7 @@ def sightings_from_data(name: str, value: Any, where: str) -> DocumentSightings:
                 words,
                 _count(line, f"{where}.openings[{i}][1]"),
                 (_flag(first, f"{where}.openings[{i}][2][0]"), _flag(rest, f"{where}.openings[{i}][2][1]")),
+                _flag(label, f"{where}.openings[{i}][3]"),
             )
         )
     named = tuple(
