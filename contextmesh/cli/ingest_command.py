@@ -19,7 +19,6 @@ from contextmesh.cli.failure import UsageError, writing
 
 if TYPE_CHECKING:
     from contextmesh.belief.ingestion import Ingestion
-    from contextmesh.session.session import Session
 
 __all__ = ["ingest", "render_ingestion"]
 
@@ -53,9 +52,9 @@ def ingest(args: argparse.Namespace) -> tuple[Any, str]:
         raise UsageError(
             "ingest needs --session DIR (a new one is created)", prog="contextmesh ingest", path="--session"
         )
-    from contextmesh.belief.ingestion import ingest as ingest_into  # noqa: PLC0415
     from contextmesh.core.graph import ContextGraph  # noqa: PLC0415
     from contextmesh.knowledge.resolve import Resolver  # noqa: PLC0415
+    from contextmesh.session.ingest_session import ingest_into  # noqa: PLC0415
     from contextmesh.session.session import Session  # noqa: PLC0415
 
     created = _new_or_empty(args.session)
@@ -65,37 +64,15 @@ def ingest(args: argparse.Namespace) -> tuple[Any, str]:
         from contextmesh.cli.reads import open_session  # noqa: PLC0415
 
         session = open_session(args)
-    result = ingest_into(
-        session.graph, session.resolver, args.paths, root=args.root, entities=args.entities, dry_run=args.dry_run
-    )
-    stale = _commit(args, session, result, created=created)
+    result, stale = ingest_into(session, args.paths, root=args.root, entities=args.entities, dry_run=args.dry_run)
+    if result.wrote and not args.dry_run:
+        with writing(f"the session {args.session}"):
+            if created:
+                Session.create(args.session, session)
+            else:
+                session.commit()
     data = {**result.to_dict(), "stale_tasks": stale, "generation": session.generation, "created": created}
     return data, render_ingestion(result, stale=stale, generation=session.generation, directory=args.session)
-
-
-def _commit(args: argparse.Namespace, session: Session, result: Ingestion, *, created: bool) -> list[str]:
-    """Make the fallen tasks stale and commit, unless nothing changed or this is a dry run."""
-    if args.dry_run or not result.wrote:
-        return _would_fall(session, result) if args.dry_run else []
-    stale: list[str] = []
-    if session.runner is not None:
-        from contextmesh.execution.grounding import absorb_fallout  # noqa: PLC0415
-
-        stale = absorb_fallout(session.runner, result.fallout.invalidated)
-    from contextmesh.session.session import Session  # noqa: PLC0415
-
-    with writing(f"the session {args.session}"):
-        if created:
-            Session.create(args.session, session)
-        else:
-            session.commit()
-    return stale
-
-
-def _would_fall(session: Session, result: Ingestion) -> list[str]:
-    if session.runner is None:
-        return []
-    return [t.name for t in session.runner.tasks.values() if t.decision_id in result.fallout.invalidated]
 
 
 def _drops(result: Ingestion) -> list[str]:
