@@ -12,7 +12,7 @@ import argparse
 import re
 from typing import TYPE_CHECKING, Any, NoReturn
 
-from contextmesh.cli import ingest_command, reads, writes
+from contextmesh.cli import evidence_command, ingest_command, reads, writes
 from contextmesh.cli.failure import UsageError
 from contextmesh.cli.options import (
     MAX_INTERVAL,
@@ -44,6 +44,7 @@ FEED = FeedFile()
 INGEST_SESSION = PathOption("a session directory: an existing session, or absent or empty for a new one", "out-dir")
 DOCUMENT_PATH = FilePath("a document file or a folder of them, existing", "read-path")
 ENTITIES_IN = FilePath("an existing entities file", "read-file")
+ENTITIES_IN_DOC = FilePath("an existing Markdown or text file", "read-file")
 ENTITIES_OUT = FilePath(
     "the entities file to write: a regular file, or a new name in an existing directory", "write-file"
 )
@@ -157,6 +158,16 @@ def _ingesting(commands: Commands) -> None:
     )
     ing.add_argument("--feed", type=FEED, help=argparse.SUPPRESS)  # a saved demo's auditor feed
     ing.set_defaults(handler=ingest_command.ingest)
+    evidence = commands.add_parser("evidence", help="submit an observation to a session")
+    actions = evidence.add_subparsers(dest="evidence_command", required=True, metavar="ACTION", parser_class=CliParser)
+    add = actions.add_parser("add", help="store an observation, from a source node or from a document")
+    add.add_argument("text", type=Text("an observation"), help="what was observed, in quotes")
+    add.add_argument("--session", type=SESSION_DIR, required=True, metavar="DIR", help="the session to add it to")
+    add.add_argument("--source", type=Text("a source node id", limit=300), metavar="ID", help="the source it came from")
+    add.add_argument("--document", type=ENTITIES_IN_DOC, metavar="FILE", help="the document it came from (ingested)")
+    add.add_argument("--name", type=Text("a document name", limit=300), metavar="NAME", help="the document's name")
+    add.add_argument("--feed", type=FEED, help=argparse.SUPPRESS)  # a saved demo's auditor feed
+    add.set_defaults(handler=evidence_command.evidence_add)
 
 
 def _dispatching(commands: Commands) -> None:

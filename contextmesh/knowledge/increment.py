@@ -215,7 +215,7 @@ def _chunk(step: _Step, increment: Increment) -> None:
                 increment.chunks.append(Chunk(span.key, node_id, span.chunk))
             spans += len(source.spans)
         attrs.update({"key": change.name, "document": change.name, "revision": number, "digest": change.digest})
-        attrs["channel"] = "folder"
+        attrs["channel"] = step.survey.channel
         graph.add_node("source", label, id=node_id, attrs=attrs)
         step.added_nodes.append(node_id)
         increment.revisions[change.name] = node_id

@@ -52,6 +52,7 @@ class Survey:
     changes: tuple[DocumentChange, ...]
     warnings: tuple[ReadWarning, ...]
     registered: EntitiesFile | None
+    channel: str = "folder"  # where the documents came from (``revisions.CHANNELS``)
 
     @property
     def changed(self) -> tuple[DocumentChange, ...]:

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import replace
-from typing import Annotated, TypeVar
+from typing import Annotated, Any, TypeVar
 
 from pydantic import Field
 
@@ -40,6 +40,7 @@ from contextmesh.execution.snapshot import dump_plan, restore_plan
 from contextmesh.formats.graph_file import dump_graph, load_graph
 from contextmesh.formats.resolver_file import dump_resolver, load_resolver
 from contextmesh.formats.run_ledger import RunLedger
+from contextmesh.knowledge.revisions import current_revisions
 from contextmesh.mcp.models import (
     AnyJson,
     EvidenceOut,
@@ -54,6 +55,7 @@ from contextmesh.mcp.read_tools import MeshToolError, ToolSpec
 from contextmesh.mcp.served_session import ServedSession
 from contextmesh.mcp.write_dispatch import Dispatcher
 from contextmesh.session.commit import CommitConflictError
+from contextmesh.session.ingest_session import ingest_text_into
 from contextmesh.session.lock import SessionLockedError
 from contextmesh.session.plan_check import plan_of
 from contextmesh.session.session import Session
@@ -199,7 +201,23 @@ def _dispatched_or_here(
 EvidenceText = Annotated[
     str, Field(min_length=1, max_length=65536, description="what was observed, in the observer's words")
 ]
-SourceId = Annotated[str, Field(min_length=1, max_length=300, description="the source node it came from, 'source:…'")]
+SourceId = Annotated[
+    str | None,
+    Field(min_length=1, max_length=300, description="the source node it came from, 'source:…' (or give a document)"),
+]
+DocumentText = Annotated[
+    str | None,
+    Field(
+        min_length=1,
+        max_length=1_048_576,
+        description="the text of the document the observation comes from (Markdown or plain text): "
+        "ingested as a source, or as a new revision of the document of that name",
+    ),
+]
+DocumentName = Annotated[
+    str | None,
+    Field(min_length=1, max_length=300, description="the document's name, 'incidents/inc-7.md' (with document)"),
+]
 ExternalId = Annotated[
     str | None, Field(min_length=1, max_length=300, description="the observation's id where it came from")
 ]
@@ -227,17 +245,26 @@ Rationale = Annotated[str | None, Field(max_length=4000, description="why (defau
 def mesh_submit_evidence(
     served: ServedSession,
     text: EvidenceText,
-    source_id: SourceId,
+    source_id: SourceId = None,
     external_id: ExternalId = None,
     metadata: Metadata = None,
+    document: DocumentText = None,
+    document_name: DocumentName = None,
 ) -> SubmitResult:
-    """Store a raw observation, attributed to a source. It expresses no verdict and names no
-    target: what it means is for the registered auditors to decide (mesh_recheck). Submitting the
-    same payload again returns the same evidence and commits nothing."""
+    """Store a raw observation, attributed to a source: an existing source node (source_id), or the
+    document it came from (document and document_name), ingested as a source — a changed document is
+    a new revision whose removed claims are superseded, and the plan tasks resting on them go stale.
+    It expresses no verdict and names no target: what it means is for the registered auditors to
+    decide (mesh_recheck). Submitting the same payload again returns the same evidence and commits nothing."""
+    if (source_id is None) == (document is None) or (document is None) != (document_name is None):
+        raise ControlledWriteError(
+            "name where the observation came from: source_id, or document with document_name (not both)"
+        )
 
     def mutate(session: Session) -> tuple[SubmitResult, bool]:
         try:
-            stored = submit(session.graph, text, source_id, external_id=external_id, metadata=metadata)
+            source, ingested = _evidence_source(session, source_id, document, document_name)
+            stored = submit(session.graph, text, source, external_id=external_id, metadata=metadata)
         except ContextMeshError as exc:
             raise ControlledWriteError(str(exc)) from None
         node = stored.node
@@ -257,11 +284,29 @@ def mesh_submit_evidence(
                 external_id=external if isinstance(external, str) else None,
                 metadata=meta if isinstance(meta, dict) else {},
             ),
+            **ingested,
         )
-        return out, stored.created
+        return out, stored.created or bool(ingested.get("document_wrote"))
 
     result, committed = commit_through_clone(served, mutate)
     return result.model_copy(update={"committed": committed, "generation": served.session.generation})
+
+
+def _evidence_source(
+    session: Session, source_id: str | None, document: str | None, name: str | None
+) -> tuple[str, dict[str, Any]]:
+    """The source the evidence is attributed to, and what ingesting its document did (nothing without one)."""
+    if document is None or name is None:
+        assert source_id is not None
+        return source_id, {}
+    result, stale = ingest_text_into(session, name, document)
+    revision = current_revisions(session.graph)[name].id
+    return revision, {
+        "document_revision": revision,
+        "document_wrote": result.wrote,
+        "superseded": [s.claim_id for s in result.fallout.superseded],
+        "stale": stale,
+    }
 
 
 def recheck_in_process(served: ServedSession) -> RecheckResult:

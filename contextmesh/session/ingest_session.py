@@ -13,12 +13,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from contextmesh.belief.ingestion import Ingestion, ingest
+from contextmesh.belief.ingestion import Ingestion, ingest, ingest_text
 from contextmesh.execution.grounding import absorb_fallout
 from contextmesh.execution.task import TaskState
 from contextmesh.session.session import Session
 
-__all__ = ["ingest_into"]
+__all__ = ["ingest_into", "ingest_text_into"]
 
 
 def ingest_into(
@@ -38,3 +38,12 @@ def ingest_into(
         fallen = result.fallout.invalidated
         return result, [t.name for t in runner.tasks.values() if t.decision_id in fallen and t.state is TaskState.DONE]
     return result, absorb_fallout(runner, result.fallout.invalidated)
+
+
+def ingest_text_into(session: Session, name: str, text: str) -> tuple[Ingestion, list[str]]:
+    """One document that arrived with evidence (:func:`~contextmesh.belief.ingestion.ingest_text`) into
+    a session, and the plan's tasks it made stale. Not committed: the caller commits when it wrote."""
+    result = ingest_text(session.graph, session.resolver, name, text)
+    if session.runner is None or not result.fallout.invalidated:
+        return result, []
+    return result, absorb_fallout(session.runner, result.fallout.invalidated)

@@ -98,3 +98,20 @@ def test_suggest_entities_writes_an_editable_file_that_ingest_takes_back(tmp_pat
     done = run_cli("ingest", str(folder), "--session", str(tmp_path / "s"), "--entities", str(out), "--json")
     assert done.returncode == 0, done.stderr
     assert len(json.loads(done.stdout)["new_entities"]) >= len(names)
+
+
+def test_evidence_add_brings_its_document_as_a_source_and_a_revision_supersedes(tmp_path: Path) -> None:
+    session = tmp_path / "s"
+    assert run_cli("session", "save", str(session), "--rounds", "0").returncode == 0
+    document = tmp_path / "inc-7.md"
+    document.write_text("---\ntitle: Incident 7\n---\nThe Token Service rejected every login for twelve minutes.\n")
+    args = ("evidence", "add", "logins failed", "--session", str(session), "--document", str(document), "--json")
+    first = json.loads(run_cli(*args, "--name", "incidents/inc-7.md").stdout)
+    assert first["created"] and first["generation"] == 2 and first["source_id"].startswith("source:incidents-inc-7")
+    replay = json.loads(run_cli(*args, "--name", "incidents/inc-7.md").stdout)
+    assert not replay["created"] and replay["generation"] == 2
+    document.write_text(document.read_text().replace("twelve", "fourteen"))
+    revised = json.loads(run_cli(*args, "--name", "incidents/inc-7.md").stdout)
+    assert revised["generation"] == 3 and len(revised["superseded"]) == 1
+    neither = run_cli("evidence", "add", "x", "--session", str(session))
+    assert neither.returncode == 2 and "--source ID, or --document FILE" in one_line(neither.stderr)
