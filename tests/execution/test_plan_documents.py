@@ -18,6 +18,7 @@ from contextmesh.execution.plan import Plan, TaskState
 from contextmesh.execution.snapshot import restore_plan, snapshot_plan
 from contextmesh.knowledge.resolve import Resolver
 from contextmesh.knowledge.revisions import DocumentRef, current_revisions
+from contextmesh.knowledge.traverse import Walker
 
 TERMINAL = Path(__file__).resolve().parents[1] / "data" / "documents" / "terminal" / "docs"
 CAPACITY = "plans/capacity-2026.md"
@@ -115,3 +116,12 @@ def test_a_reference_that_is_not_one_is_refused_when_declared() -> None:
     with pytest.raises(ExecutionError, match=r"about\[0\]"):
         runner.task("t", worker_key=WORKER, assumes="x holds", about=["  "])
     assert runner.tasks == {}
+
+
+def test_a_question_about_what_a_task_rests_on_is_answered_through_its_decision(tmp_path: Path) -> None:
+    runner, resolver, _, _ = _ingested(tmp_path)
+    runner.run()
+    walk = Walker(runner.graph, resolver).ask("Which decision rests on the STS-04 and STS-07 moves per hour claim?")
+    data = walk.to_dict()
+    assert data["answer"] == "crane-pair (plan)"
+    assert [step["type"] for step in data["path"]][-2:] == ["claim", "decision"]
