@@ -12,7 +12,15 @@ import argparse
 import re
 from typing import TYPE_CHECKING, Any, NoReturn
 
-from contextmesh.cli import deploy_commands, ledger_commands, plan_rounds, project_commands, reads, writes
+from contextmesh.cli import (
+    deploy_commands,
+    ingest_command,
+    ledger_commands,
+    plan_rounds,
+    project_commands,
+    reads,
+    writes,
+)
 from contextmesh.cli.failure import UsageError
 from contextmesh.cli.options import (
     MAX_INTERVAL,
@@ -22,6 +30,7 @@ from contextmesh.cli.options import (
     Count,
     EdgePolicy,
     FeedFile,
+    FilePath,
     IsoDate,
     Key,
     PathOption,
@@ -44,6 +53,14 @@ PROJECT = PathOption(f"an existing project directory (one holding {PROJECT_FILE}
 INIT_DIR = PathOption("the new project's directory: absent, empty, or a half-made project", "out-dir")
 PORT = Count("the port", 1, 65535)
 FEED = FeedFile()
+INGEST_SESSION = PathOption("a session directory: an existing session, or absent or empty for a new one", "out-dir")
+DOCUMENT_PATH = FilePath("a document file or a folder of them, existing", "read-path")
+ENTITIES_IN = FilePath("an existing entities file", "read-file")
+ENTITIES_IN_DOC = FilePath("an existing Markdown or text file", "read-file")
+ENTITIES_OUT = FilePath(
+    "the entities file to write: a regular file, or a new name in an existing directory", "write-file"
+)
+INGEST_ROOT = PathOption("the folder document names are taken from: an existing directory", "existing-dir")
 _ARGUMENT = re.compile(r"argument ([^:]+): ")
 
 
@@ -176,6 +193,28 @@ def _threads(sub: argparse.ArgumentParser) -> None:
     )
 
 
+def _ingesting(commands: Commands) -> None:
+    ing = commands.add_parser("ingest", help="read Markdown and text files into a session, incrementally")
+    ing.add_argument(
+        "paths", nargs="+", type=DOCUMENT_PATH, metavar="PATH", help="files and folders (folders are read recursively)"
+    )
+    ing.add_argument(
+        "--session", type=INGEST_SESSION, metavar="DIR", help="the session to ingest into (created if new)"
+    )
+    ing.add_argument(
+        "--entities", type=ENTITIES_IN, metavar="FILE", help="the entities file (default: the root's entities.json)"
+    )
+    ing.add_argument(
+        "--root", type=INGEST_ROOT, metavar="DIR", help="name documents from here (default: the paths' folder)"
+    )
+    ing.add_argument("--dry-run", action="store_true", help="say what would be added, superseded and invalidated")
+    ing.add_argument(
+        "--suggest-entities", type=ENTITIES_OUT, metavar="FILE", help="write an editable entities file instead"
+    )
+    ing.add_argument("--feed", type=FEED, help=argparse.SUPPRESS)  # a saved demo's auditor feed
+    ing.set_defaults(handler=ingest_command.ingest)
+
+
 def _dispatching(commands: Commands) -> None:
     served_help = "dispatched to the deployments serving the session, else one flow run here (--local: in-process)"
     run = commands.add_parser("run", help="one round of the project's plan: a Prefect flow run (--local: in-process)")
@@ -237,12 +276,16 @@ def _project_commands(commands: Commands) -> None:
     init.set_defaults(handler=project_commands.init)
     evidence = commands.add_parser("evidence", help="record what was observed, for the auditors' next recheck")
     actions = evidence.add_subparsers(dest="evidence_command", required=True, metavar="ACTION", parser_class=CliParser)
-    add = actions.add_parser("add", help="record an observation from a source named by where it lives")
+    add = actions.add_parser("add", help="record an observation from a source, or from the document it came from")
     add.add_argument("text", type=Text("the observation"), help="what was observed, in quotes")
     add.add_argument(
-        "--source", type=Text("the source's origin"), required=True, help="where it lives: a URL, a path, mail:…"
+        "--source",
+        type=Text("the source's origin or id"),
+        help="where it lives: a URL, a path, mail:… (found, or recorded new), or a source node's id 'source:…'",
     )
-    add.add_argument("--title", type=Text("the source's title"), help="the source's title (default: its origin)")
+    add.add_argument("--title", type=Text("the source's title"), help="with --source: a new source's title")
+    add.add_argument("--document", type=ENTITIES_IN_DOC, metavar="FILE", help="instead: the document it came from")
+    add.add_argument("--name", type=Text("a document name", 300), metavar="NAME", help="with --document: its name")
     add.set_defaults(handler=project_commands.evidence_add)
     blast = commands.add_parser("blast-radius", help="what an assumption's fall would take down; changes nothing")
     blast.add_argument(
@@ -295,6 +338,7 @@ def build_parser() -> CliParser:
     _dispatching(commands)
     _serve_command(commands)
     ledger_commands.register(commands)
+    _ingesting(commands)
     for each in _every_parser(parser):
         each.allow_abbrev = False
         each.add_argument(

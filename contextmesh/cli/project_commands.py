@@ -15,8 +15,8 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, Any
 
-from contextmesh.cli.failure import writing
-from contextmesh.cli.projects import reader, using, writer
+from contextmesh.cli.failure import UsageError, writing
+from contextmesh.cli.projects import Using, reader, using, writer
 from contextmesh.core.errors import NotFoundError
 
 if TYPE_CHECKING:
@@ -48,11 +48,22 @@ def init(args: argparse.Namespace) -> tuple[Any, str]:
 
 
 def evidence_add(args: argparse.Namespace) -> tuple[Any, str]:
-    """``contextmesh evidence add TEXT --source ORIGIN [--title T]``."""
-    from contextmesh.project.sourced_evidence import add_evidence  # noqa: PLC0415
-
+    """``contextmesh evidence add TEXT --source ORIGIN|ID [--title T] | --document FILE [--name N]``."""
+    if (args.source is None) == (args.document is None):
+        raise UsageError(
+            "name where the observation came from: --source ORIGIN (or a source's id), or --document FILE; one of them",
+            prog="contextmesh evidence add",
+            path="--source",
+        )
+    for option, needs in (("title", "source"), ("name", "document")):
+        if getattr(args, option) is not None and getattr(args, needs) is None:
+            raise UsageError(f"--{option} goes with --{needs}", prog="contextmesh evidence add", path=f"--{option}")
     where = using(args)
     session = writer(args, where)
+    if args.document is not None:
+        return _evidence_from_document(args, where, session)
+    from contextmesh.project.sourced_evidence import add_evidence  # noqa: PLC0415
+
     added = session.apply(lambda s: add_evidence(s.graph, args.text, origin=args.source, title=args.title))
     data = {**added.to_dict(), "project": where.describe(), "generation": session.generation}
     source = "new source" if added.source_created else "source"
@@ -63,6 +74,42 @@ def evidence_add(args: argparse.Namespace) -> tuple[Any, str]:
         f"  the next `contextmesh recheck` hands it to the auditors · session generation {session.generation}"
     )
     return data, text
+
+
+def _evidence_from_document(args: argparse.Namespace, where: Using, session: Session) -> tuple[Any, str]:
+    """The document ingested as the observation's source (a revision if it changed), then the evidence."""
+    from contextmesh.belief.evidence import submit  # noqa: PLC0415
+    from contextmesh.cli.evidence_command import document_source  # noqa: PLC0415
+
+    document = document_source(session, args)
+    stored = submit(session.graph, args.text, document.source_id)
+    changed = stored.created or document.wrote
+    if changed:  # the same observation from the same document again commits nothing
+        with writing(f"the session {session.directory}"):
+            session.commit()
+    data = {
+        "evidence_id": stored.node.id,
+        "evidence_created": stored.created,
+        "source_id": document.source_id,
+        "document_wrote": document.wrote,
+        "superseded": document.superseded,
+        "stale": document.stale,
+        "project": where.describe(),
+        "generation": session.generation,
+    }
+    lines = [
+        f"evidence {stored.node.id} {'recorded' if stored.created else 'already recorded (the same observation)'}",
+        f"  from document {document.source_id}" + (" (a new revision)" if document.wrote else ""),
+    ]
+    lines += [f"  superseded: {claim}" for claim in document.superseded]
+    if document.stale:
+        lines.append(f"  now stale: {', '.join(document.stale)} (`contextmesh resume` re-runs them)")
+    lines.append(
+        f"  the next `contextmesh recheck` hands it to the auditors · session generation {session.generation}"
+        if changed
+        else "  nothing changed; nothing committed"
+    )
+    return data, "\n".join(lines)
 
 
 def _norm(text: str) -> str:

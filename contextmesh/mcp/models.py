@@ -282,6 +282,12 @@ class SubmitResult(_Out):
     generation: int
     node: EvidenceOut
     source_created: bool = False
+    # With a document: its current revision, whether this call wrote it, the claims it superseded
+    # and the plan tasks that went stale with them.
+    document_revision: str | None = None
+    document_wrote: bool = False
+    superseded: list[str] = []
+    stale: list[str] = []
 
 
 class InvalidationOut(_Out):

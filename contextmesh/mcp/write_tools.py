@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import replace
-from typing import Annotated, TypeVar
+from typing import Annotated, Any, TypeVar
 
 from pydantic import Field
 
@@ -40,6 +40,17 @@ from contextmesh.execution.snapshot import dump_plan, restore_plan
 from contextmesh.formats.graph_file import dump_graph, load_graph
 from contextmesh.formats.resolver_file import dump_resolver, load_resolver
 from contextmesh.formats.run_ledger import RunLedger
+from contextmesh.knowledge.revisions import current_revisions
+from contextmesh.mcp.evidence_arguments import (
+    DocumentName,
+    DocumentText,
+    EvidenceText,
+    ExternalId,
+    Metadata,
+    Origin,
+    SourceId,
+    Title,
+)
 from contextmesh.mcp.models import (
     AnyJson,
     EvidenceOut,
@@ -55,6 +66,7 @@ from contextmesh.mcp.served_session import ServedSession
 from contextmesh.mcp.write_dispatch import Dispatcher
 from contextmesh.project.sourced_evidence import add_evidence
 from contextmesh.session.commit import CommitConflictError
+from contextmesh.session.ingest_session import ingest_text_into
 from contextmesh.session.lock import SessionLockedError
 from contextmesh.session.plan_check import plan_of
 from contextmesh.session.session import Session
@@ -197,31 +209,6 @@ def _dispatched_or_here(
 
 # -- argument types ----------------------------------------------------------------------------------
 
-EvidenceText = Annotated[
-    str, Field(min_length=1, max_length=65536, description="what was observed, in the observer's words")
-]
-SourceId = Annotated[
-    str | None,
-    Field(min_length=1, max_length=300, description="the source node it came from, 'source:…' (or give origin)"),
-]
-Origin = Annotated[
-    str | None,
-    Field(
-        min_length=1,
-        max_length=2000,
-        description="instead of source_id: where the observation lives (a URL, a path, 'mail:…'); "
-        "the source with that origin, or a new one",
-    ),
-]
-Title = Annotated[
-    str | None, Field(min_length=1, max_length=300, description="with origin: a new source's title (default: origin)")
-]
-ExternalId = Annotated[
-    str | None, Field(min_length=1, max_length=300, description="the observation's id where it came from")
-]
-Metadata = Annotated[
-    dict[str, AnyJson] | None, Field(description="plain JSON facts about the observation (≤ 64 KiB, ≤ 8 deep)")
-]
 TaskName = Annotated[str, Field(min_length=1, max_length=200, description="a task of the session's plan")]
 Key = Annotated[str, Field(min_length=1, max_length=200, description="a key registered in this deployment")]
 OptionalKey = Annotated[
@@ -277,14 +264,32 @@ def mesh_submit_evidence(
     title: Title = None,
     external_id: ExternalId = None,
     metadata: Metadata = None,
+    document: DocumentText = None,
+    document_name: DocumentName = None,
 ) -> SubmitResult:
-    """Store a raw observation, attributed to a source: an existing one (source_id) or the one at
-    origin (recorded new, with title, when none has that origin). It expresses no verdict and names
-    no target: what it means is for the registered auditors to decide (mesh_recheck). Submitting
-    the same payload again returns the same evidence and commits nothing."""
+    """Store a raw observation from a source named once: source_id, origin (found, or new with title)
+    or document with document_name (ingested; a changed one is a revision superseding its removed
+    claims, and tasks resting on them go stale). It names no verdict and no target: the registered
+    auditors decide (mesh_recheck). The same payload again returns the same evidence, commits nothing."""
+    if sum(named is not None for named in (source_id, origin, document)) != 1:
+        raise ControlledWriteError(
+            "name where the observation came from exactly once: source_id (an existing 'source:…' node), "
+            "origin (where it lives; a new source is recorded when none has it), or document with document_name"
+        )
+    if (document is None) != (document_name is None):
+        raise ControlledWriteError("document and document_name go together: the text and the name it is kept under")
 
     def mutate(session: Session) -> tuple[SubmitResult, bool]:
-        stored, source_created = _stored(session, text, source_id, origin, title, external_id, metadata)
+        ingested: dict[str, Any] = {}
+        if document is not None:
+            try:
+                source, ingested = _evidence_source(session, source_id, document, document_name)
+                stored = submit(session.graph, text, source, external_id=external_id, metadata=metadata)
+            except ContextMeshError as exc:
+                raise ControlledWriteError(str(exc)) from None
+            source_created = False
+        else:
+            stored, source_created = _stored(session, text, source_id, origin, title, external_id, metadata)
         node = stored.node
         attrs = node.attrs
         meta = attrs.get("metadata")
@@ -303,11 +308,29 @@ def mesh_submit_evidence(
                 external_id=external if isinstance(external, str) else None,
                 metadata=meta if isinstance(meta, dict) else {},
             ),
+            **ingested,
         )
-        return out, stored.created or source_created
+        return out, stored.created or source_created or bool(ingested.get("document_wrote"))
 
     result, committed = commit_through_clone(served, mutate)
     return result.model_copy(update={"committed": committed, "generation": served.session.generation})
+
+
+def _evidence_source(
+    session: Session, source_id: str | None, document: str | None, name: str | None
+) -> tuple[str, dict[str, Any]]:
+    """The source the evidence is attributed to, and what ingesting its document did (nothing without one)."""
+    if document is None or name is None:
+        assert source_id is not None
+        return source_id, {}
+    result, stale = ingest_text_into(session, name, document)
+    revision = current_revisions(session.graph)[name].id
+    return revision, {
+        "document_revision": revision,
+        "document_wrote": result.wrote,
+        "superseded": [s.claim_id for s in result.fallout.superseded],
+        "stale": stale,
+    }
 
 
 def recheck_in_process(served: ServedSession) -> RecheckResult:

@@ -44,12 +44,16 @@ class SourcedEvidence:
 
 
 def source_for(graph: ContextGraph, origin: str, title: str | None = None) -> tuple[NodeRecord, bool]:
-    """The live source whose origin is ``origin``, or a new one (``(node, created)``)."""
+    """The live source whose origin is ``origin`` (or whose id it is), or a new one (``(node, created)``)."""
     if not isinstance(origin, str) or not origin.strip():
         raise EvidenceIntakeError("a source's origin is non-empty text (where the observation lives: a URL, a path)")
     for node in graph.by_type("source"):
         if node.attrs.get("origin") == origin:
             return node, False
+    # A source node's own id names it as well as its origin does (`--source source:…` on the CLI).
+    named = graph.nodes.get(origin) if origin.startswith("source:") else None
+    if named is not None and named.type == "source" and named.live:
+        return named, False
     label = title if title is not None and title.strip() else origin
     node = graph.add_node(
         "source", label, id=slug(f"evidence-source|{origin}", "source"), attrs={"origin": origin, "retrieved_at": None}

@@ -119,6 +119,9 @@ def _good(action: argparse.Action, places: Places, rng: random.Random) -> str:
         "out-file": [places.fresh(), str(places.root / "export.json")],
         "key-name": ["example.org/deploy"],
         "timestamp": ["2026-03-01T12:00:00+00:00", "2026-03-01T12:00:00Z"],
+        "read-path": [str(places.file), str(places.empty)],
+        "read-file": [str(places.file)],
+        "write-file": [places.fresh()],
     }
     return rng.choice(values[kind])
 
@@ -176,6 +179,9 @@ def _bad(action: argparse.Action, places: Places, rng: random.Random) -> str:
         "out-file": ["", str(places.empty), str(places.fifo), under_file, str(places.socket), missing],
         "key-name": ["", "a b", "a+b", "\t", "x" * 201, "nul\x00", "\udcff"],
         "timestamp": ["", "2026-03-01", "2026-03-01T12:00:00", "yesterday", "2026-13-01T00:00:00Z", "nan"],
+        "read-path": ["", missing, str(places.fifo), under_file, str(places.socket)],
+        "read-file": ["", missing, str(places.empty), str(places.fifo), str(places.socket)],
+        "write-file": ["", str(places.empty), str(places.fifo), under_file, str(places.socket)],
     }
     return rng.choice(values[kind])
 

@@ -296,3 +296,48 @@ def test_controlled_write_error_is_a_tool_refusal() -> None:
     from contextmesh.mcp.read_tools import MeshToolError
 
     assert issubclass(ControlledWriteError, MeshToolError)
+
+
+INCIDENT = (
+    "---\ntitle: Incident 7 at the Token Service\ndate: 2026-05-02\n---\n"
+    "The Token Service rejected every login for twelve minutes after the key rotation. "
+    "The Token Service recovered once the old key was restored.\n"
+)
+
+
+async def test_evidence_can_bring_the_document_it_came_from_as_a_source(served: ServedSession) -> None:
+    start = served.session.generation
+    args = {"text": "logins failed for twelve minutes", "document": INCIDENT, "document_name": "incidents/inc-7.md"}
+    async with Client(build_server(served)) as client:
+        stored = await call(client, "mesh_submit_evidence", args)
+        assert stored["created"] and stored["committed"] and stored["document_wrote"]
+        revision = stored["document_revision"]
+        assert stored["node"]["source_id"] == revision and stored["generation"] == start + 1
+        replay = await call(client, "mesh_submit_evidence", args)
+        assert not replay["created"] and not replay["committed"] and replay["document_revision"] == revision
+        revised = INCIDENT.replace("for twelve minutes", "for fourteen minutes")
+        again = await call(client, "mesh_submit_evidence", {**args, "document": revised})
+        assert again["committed"] and again["document_revision"] != revision
+        assert len(again["superseded"]) == 1 and again["stale"] == []
+    graph = served.session.graph
+    [superseded] = again["superseded"]
+    assert "twelve minutes" in graph.node(superseded).label and not graph.node(superseded).live
+    assert graph.node(again["document_revision"]).attrs["channel"] == "evidence"
+
+
+async def test_evidence_names_one_origin_and_a_bad_document_name_changes_nothing(
+    served: ServedSession, session_dir: Path
+) -> None:
+    before, on_disk = state_bytes(served.session), dir_bytes(session_dir)
+    runner = served.session.runner
+    assert runner is not None
+    async with Client(build_server(served)) as client:
+        both = {"text": "x", "source_id": runner.source_id, "document": INCIDENT, "document_name": "a.md"}
+        assert "exactly once: source_id" in await refusal(client, "mesh_submit_evidence", both)
+        alone = {"text": "x", "document": INCIDENT}
+        assert "document and document_name go together" in await refusal(client, "mesh_submit_evidence", alone)
+        outside = {"text": "x", "document": INCIDENT, "document_name": "../escape.md"}
+        assert "no '.' or '..' part" in await refusal(client, "mesh_submit_evidence", outside)
+        no_suffix = {"text": "x", "document": INCIDENT, "document_name": "notes/inc-7"}
+        assert "ends in one of .md" in await refusal(client, "mesh_submit_evidence", no_suffix)
+    assert state_bytes(served.session) == before and dir_bytes(session_dir) == on_disk
