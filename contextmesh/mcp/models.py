@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from contextmesh.execution.plan import RecheckReport, RoundReport
 
 __all__ = [
+    "JSON_TYPES",
     "AnyJson",
     "AsOfResult",
     "AskResult",
@@ -46,9 +47,10 @@ __all__ = [
 
 
 # Any JSON value, with a schema that says so (a bare ``{}`` reads as "constrains nothing" to schema linters).
-AnyJson = Annotated[
-    JsonValue, WithJsonSchema({"type": ["string", "number", "integer", "boolean", "object", "array", "null"]})
-]
+# One branch per type, not a ``type`` array: clients that map tool schemas onto a single-``type``
+# dialect (the OpenAPI subset some model providers use) reject or drop an array.
+JSON_TYPES = ("string", "number", "integer", "boolean", "object", "array", "null")
+AnyJson = Annotated[JsonValue, WithJsonSchema({"anyOf": [{"type": name} for name in JSON_TYPES]})]
 
 
 class _Out(BaseModel):

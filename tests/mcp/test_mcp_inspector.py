@@ -35,6 +35,11 @@ def npx() -> str:
 
 def inspector(npx: str, home: Path, *args: str) -> dict[str, object]:
     """Run ``npx @modelcontextprotocol/inspector --cli …`` from the local install; its JSON output."""
+    return json.loads(inspector_run(npx, home, *args).stdout)  # type: ignore[no-any-return]
+
+
+def inspector_run(npx: str, home: Path, *args: str) -> subprocess.CompletedProcess[bytes]:
+    """The Inspector CLI's finished process (it exited 0)."""
     home.mkdir(exist_ok=True)
     done = subprocess.run(
         [npx, "--no-install", "@modelcontextprotocol/inspector", "--cli", *args],
@@ -45,7 +50,7 @@ def inspector(npx: str, home: Path, *args: str) -> dict[str, object]:
         check=False,
     )
     assert done.returncode == 0, done.stderr.decode()
-    return json.loads(done.stdout)  # type: ignore[no-any-return]
+    return done
 
 
 def check_listing(listing: dict[str, object]) -> None:
@@ -80,3 +85,17 @@ def test_the_inspector_lists_the_tools_and_asks_over_http(
         check_listing(inspector(npx, tmp_path / "home", *target, "--method", "tools/list"))
         ask = ["--method", "tools/call", "--tool-name", "mesh_ask", "--tool-arg", f"question={QUESTIONS[0]}"]
         check_answer(inspector(npx, tmp_path / "home", *target, *ask))
+
+
+def test_the_inspector_strict_run_finds_every_tool_schema_portable(
+    npx: str, session_dir: Path, feed: Path, tmp_path: Path
+) -> None:
+    # --strict lints every tool's input and output schema (a `type` array is a warning: clients
+    # mapping schemas onto a single-type dialect reject it) and reports findings in the envelope.
+    command = [PYTHON, str(LAUNCHER), "--session", str(session_dir), "--feed", str(feed)]
+    done = inspector_run(npx, tmp_path / "home", *command, "--method", "tools/list", "--strict", "--format", "json")
+    envelope = json.loads(done.stdout)
+    check_listing(envelope["result"])
+    assert envelope.get("schemaFindings") is None, envelope["schemaFindings"]
+    stderr = done.stderr.decode()
+    assert "Warning:" not in stderr and "Schema portability" not in stderr, stderr
