@@ -24,6 +24,7 @@ __all__ = [
     "demo_registry",
     "open_demo_session",
     "save_demo_session",
+    "with_corpus_flat",
 ]
 
 DEMO_CORPUS = "contextmesh.demo"
@@ -46,6 +47,18 @@ def demo_flat() -> FlatBaseline:
     corpus, _ = load_demo()
     chunks = [Chunk(span.key, source.key, span.chunk) for source, span in corpus.spans()]
     return FlatBaseline(chunks, HashedEmbedder())
+
+
+def with_corpus_flat(session: Session) -> Session:
+    """``session`` with the flat baseline of its corpus, when that corpus ships with ContextMesh.
+
+    A session's files do not hold the corpus, so whoever loads one (the CLI, the MCP server)
+    attaches it here; without it a walk reports ``flat_tokens`` 0.
+    """
+    if session.corpus == DEMO_CORPUS and session.flat is None:
+        session.flat = demo_flat()
+        session.walker.flat = session.flat
+    return session
 
 
 def _session(world: DemoWorld, runner: Plan) -> Session:
@@ -88,10 +101,7 @@ def open_demo_session(
 ) -> Session:
     """Load a session with the demo registry; the flat baseline comes with a demo corpus."""
     feed = feed or default_feed()
-    session = Session.load(directory, registry=demo_registry(feed), policy=policy)
-    if session.corpus == DEMO_CORPUS:
-        session.flat = demo_flat()
-        session.walker.flat = session.flat
+    session = with_corpus_flat(Session.load(directory, registry=demo_registry(feed), policy=policy))
     if executor is not None and session.runner is not None:
         session.runner.executor = executor
     return session
