@@ -18,7 +18,8 @@ When ``deployments/serve.py`` serves the same session (its served record under
 state if it is still running. Whether ``serve.py`` is looked for is decided once, at start:
 ``--dispatch never`` keeps both in this process; with ``auto`` (the default) and no served record
 they run in-process too. A dispatching server never falls back to in-process: while the API or
-the deployments do not answer, ``tools/list`` names both tools under ``_meta.notAnswering`` and
+the deployments do not answer, ``tools/list`` names both tools under ``_meta.notAnswering`` (and in
+their descriptions; ``contextmesh://session`` under ``served.not_answering``) and
 calls to them are refused. The other writes always run in this process.
 
 Every other argument goes to ``contextmesh-mcp`` unchanged. A deployment of your own copies this

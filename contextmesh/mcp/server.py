@@ -157,7 +157,7 @@ def _read_resource(served: ServedSession, fn: Callable[..., str], *args: str) ->
 
 
 class MeshServer(MCPServer[Any]):
-    """The MCP server over one served session; ``tools/list`` carries ``_meta.notAnswering``."""
+    """The MCP server over one served session; ``tools/list`` names not-answering tools (``_meta`` and descriptions)."""
 
     def __init__(self, served: ServedSession) -> None:
         self.served = served
@@ -177,7 +177,12 @@ class MeshServer(MCPServer[Any]):
         self, ctx: ServerRequestContext[Any, Any], params: PaginatedRequestParams | None
     ) -> ListToolsResult:
         not_answering = await anyio.to_thread.run_sync(self.served.not_answering)
-        return ListToolsResult(tools=await self.list_tools(), _meta={"notAnswering": not_answering})
+        tools = await self.list_tools()
+        # Said in the description as well: some clients (the Inspector among them) drop ``_meta``.
+        for tool in tools:
+            if tool.name in not_answering:
+                tool.description = f"{self.served.not_answering_note()} {tool.description or ''}".rstrip()
+        return ListToolsResult(tools=tools, _meta={"notAnswering": not_answering})
 
     async def _bounded_refusals(self, ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
         # Outermost: whatever refused this request — the SDK, a tool, a lookup — its message quotes

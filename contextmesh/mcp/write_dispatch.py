@@ -11,8 +11,9 @@ directory itself; the served session sees the new generation on the next request
 
 A dispatcher never falls back to in-process execution: if its API or deployment is not
 answering, the call is refused, and ``tools/list`` names the tools it would have run under
-``_meta.notAnswering``. The health probe behind that list is cached (:class:`ProbeCache`, a few
-seconds' TTL), so listing tools never costs a network round trip per call.
+``_meta.notAnswering`` and in their descriptions (``contextmesh://session``: ``served.not_answering``).
+The health probe behind that list is cached (:class:`ProbeCache`, a few seconds' TTL), so listing
+tools never costs a network round trip per call.
 """
 
 from __future__ import annotations

@@ -233,8 +233,12 @@ async def test_not_answering_follows_a_cached_probe_of_serve_the_api_and_both_de
         plain = served_session(session_dir, feed)
         session = ServedSession(plain.session, ephemeral=False, source="test", dispatcher=dispatcher, probe_ttl=60.0)
         async with Client(build_server(session)) as client:
-            seen = [(await client.list_tools()).meta["notAnswering"] for _ in range(calls)]  # type: ignore[index]
+            listings = [await client.list_tools() for _ in range(calls)]
+            seen = [listed.meta["notAnswering"] for listed in listings]  # type: ignore[index]
             assert all(s == seen[0] for s in seen)
+            flagged = sorted(t.name for t in listings[-1].tools if (t.description or "").startswith("NOT ANSWERING"))
+            assert flagged == seen[0]  # the descriptions say it too, for clients that drop _meta
+            assert (await session_resource(client))["served"]["not_answering"] == seen[0]
             if seen[0]:
                 before = dir_bytes(session_dir)
                 assert "not answering" in await refusal(client, "mesh_recheck")

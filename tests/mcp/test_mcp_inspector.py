@@ -3,7 +3,8 @@
 The Inspector (``@modelcontextprotocol/inspector`` 2.12.0) is installed project-locally by
 ``scripts/install-node-tools`` under ``.tools/inspector`` and run with ``npx`` from there (no
 network). Missing, these tests FAIL: an external conformance check that silently skips is no check.
-It drops ``_meta`` from ``tools/list``, so ``notAnswering`` is checked with the SDK client instead.
+It drops ``_meta`` from ``tools/list``, so ``notAnswering`` is checked with the SDK client, and what
+the Inspector must see instead — the tool descriptions and ``contextmesh://session`` — here.
 """
 
 from __future__ import annotations
@@ -15,7 +16,9 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from mcp_helpers import LAUNCHER, PYTHON, QUESTIONS, ROOT, ServerProcess
+from mcp_helpers import LAUNCHER, PYTHON, QUESTIONS, ROOT, ServerProcess, free_port
+
+from contextmesh.orchestration import served_record as served
 
 pytestmark = pytest.mark.integration
 INSPECTOR = ROOT / ".tools" / "inspector"
@@ -99,3 +102,39 @@ def test_the_inspector_strict_run_finds_every_tool_schema_portable(
     assert envelope.get("schemaFindings") is None, envelope["schemaFindings"]
     stderr = done.stderr.decode()
     assert "Warning:" not in stderr and "Schema portability" not in stderr, stderr
+
+
+def test_the_inspector_reads_which_tools_are_not_answering_in_descriptions_and_the_session(
+    npx: str, session_dir: Path, feed: Path, tmp_path: Path
+) -> None:
+    # serve.py's record names this (live) process and an API where nothing listens: the launcher
+    # dispatches recheck and resume there, and the Inspector, which drops _meta, must still see it.
+    home = tmp_path / "contextmesh-home"
+    session_id, _, _ = served.peek(str(session_dir))
+    dead_api = f"http://127.0.0.1:{free_port()}/api"
+    names = ("contextmesh-plan/plan", "contextmesh-recheck/recheck", "contextmesh-repair/repair")
+    served.remember(
+        served.ServedRecord(session_id, str(session_dir), dead_api, *names, "run-deployment", os.getpid()), home
+    )
+    # -e: the Inspector hands a stdio server only a default environment plus what is named here
+    command = [
+        "-e",
+        f"CONTEXTMESH_HOME={home}",
+        PYTHON,
+        str(LAUNCHER),
+        "--session",
+        str(session_dir),
+        "--feed",
+        str(feed),
+    ]
+    listing = inspector(npx, tmp_path / "home", *command, "--method", "tools/list")
+    described = inspector(
+        npx, tmp_path / "home", *command, "--method", "resources/read", "--uri", "contextmesh://session"
+    )
+    check_listing(listing)
+    tools = {t["name"]: t["description"] for t in listing["tools"]}  # type: ignore[attr-defined]
+    flagged = sorted(name for name, text in tools.items() if text.startswith("NOT ANSWERING NOW"))
+    assert flagged == ["mesh_recheck", "mesh_resume"]
+    assert dead_api.removesuffix("/api") in tools["mesh_recheck"] and "refused" in tools["mesh_recheck"]
+    (content,) = described["contents"]  # type: ignore[misc]
+    assert json.loads(content["text"])["served"]["not_answering"] == ["mesh_recheck", "mesh_resume"]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import inspect
+import json
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +21,7 @@ from contextmesh.mcp.models import FlowRunOut, RecheckResult, ResumeResult
 from contextmesh.mcp.served_session import ServedSession
 from contextmesh.mcp.server import build_server
 from contextmesh.mcp.write_dispatch import ProbeCache
-from contextmesh.mcp.write_tools import ControlledWriteError, mesh_submit_evidence
+from contextmesh.mcp.write_tools import ControlledWriteError, mesh_recheck, mesh_resume, mesh_submit_evidence
 from contextmesh.session.session import Session
 
 pytestmark = pytest.mark.anyio
@@ -260,7 +262,15 @@ async def test_not_answering_names_the_dispatched_tools_when_the_deployment_is_d
         served = ServedSession(session, ephemeral=False, source="x", dispatcher=dispatcher)
         async with Client(build_server(served), mode=mode) as client:
             for _ in range(3):
-                assert (await client.list_tools(cache_mode="refresh")).meta["notAnswering"] == expected  # type: ignore[index]
+                listed = await client.list_tools(cache_mode="refresh")
+                assert listed.meta["notAnswering"] == expected  # type: ignore[index]
+            notes = {t.name: t.description or "" for t in listed.tools}
+            assert sorted(n for n, text in notes.items() if text.startswith("NOT ANSWERING NOW")) == expected
+            for name in expected:
+                own = inspect.getdoc(mesh_recheck if name == "mesh_recheck" else mesh_resume) or ""
+                assert down.name in notes[name] and notes[name].endswith(own)  # the note, then the tool's own text
+            described = json.loads((await client.read_resource("contextmesh://session")).contents[0].text)  # type: ignore[union-attr]
+            assert described["served"]["not_answering"] == expected
     assert down.probes == 1 and up.probes == 1  # cached: a few seconds' TTL, never per call
 
 
