@@ -79,7 +79,7 @@ from contextmesh.mcp.resources import RESOURCES, TEMPLATES, assumption_json, nod
 from contextmesh.mcp.served_session import ServedSession
 from contextmesh.mcp.stdio_guard import CheckedLines, Wire, claim_stdin
 from contextmesh.mcp.write_dispatch import Dispatcher
-from contextmesh.mcp.write_tools import WRITE_TOOLS
+from contextmesh.mcp.write_tools import WRITE_TOOLS, with_registered_keys
 
 __all__ = [
     "DEFAULT_PORT",
@@ -171,6 +171,9 @@ class MeshServer(MCPServer[Any]):
         )
         for spec in (*READ_TOOLS, *WRITE_TOOLS):
             self._add_spec(spec)
+        repair = self._tool_manager.get_tool("mesh_repair")
+        if repair is not None:  # the keys this launcher's registry serves, as enums (fixed for the process)
+            repair.parameters = with_registered_keys(repair.parameters, served.session.registry)
         self._add_resources()
 
     async def _handle_list_tools(

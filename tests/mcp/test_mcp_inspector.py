@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 from mcp_helpers import LAUNCHER, PYTHON, QUESTIONS, ROOT, ServerProcess, free_port
 
+from contextmesh.demo.saved import demo_registry
 from contextmesh.orchestration import served_record as served
 
 pytestmark = pytest.mark.integration
@@ -61,6 +62,9 @@ def check_listing(listing: dict[str, object]) -> None:
     assert isinstance(tools, list) and len(tools) == TOOLS
     names = {t["name"] for t in tools}
     assert {"mesh_ask", "mesh_blast_radius", "mesh_submit_evidence", "mesh_resume"} <= names
+    (repair,) = [t for t in tools if t["name"] == "mesh_repair"]
+    # the launcher's registry (registry/, the demo's keys) as the enum a client picks worker_key from
+    assert repair["inputSchema"]["properties"]["worker_key"]["enum"] == demo_registry(Path("-")).describe()["workers"]
 
 
 def check_answer(result: dict[str, object]) -> None:

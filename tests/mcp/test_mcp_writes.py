@@ -15,6 +15,7 @@ from contextmesh.belief.evidence import submit
 from contextmesh.core.errors import SessionError
 from contextmesh.demo.auth import DEFAULT_KEYS, publish, register_demo
 from contextmesh.demo.knowledge import build_world
+from contextmesh.demo.saved import demo_registry
 from contextmesh.execution.context import AuditContext, Verdict
 from contextmesh.execution.task_registry import TaskRegistry
 from contextmesh.mcp.models import FlowRunOut, RecheckResult, ResumeResult
@@ -306,3 +307,30 @@ def test_controlled_write_error_is_a_tool_refusal() -> None:
     from contextmesh.mcp.read_tools import MeshToolError
 
     assert issubclass(ControlledWriteError, MeshToolError)
+
+
+# -- mesh_repair's keys -------------------------------------------------------------------------------
+
+
+async def test_mesh_repair_lists_the_served_registrys_keys_in_its_schema(session_dir: Path, feed: Path) -> None:
+    # The enum is the registry this server was handed, not a list written down somewhere: a key
+    # only this test registers must appear, and repairing onto it must work.
+    registry = demo_registry(feed)
+    registry.register_worker("auth.hash.scrypt.v1", lambda ctx: None)
+    served = ServedSession(Session.load(session_dir, registry=registry), ephemeral=False, source=str(session_dir))
+    keys = registry.describe()
+    async with Client(build_server(served)) as client:
+        (repair,) = [t for t in (await client.list_tools()).tools if t.name == "mesh_repair"]
+        worker = repair.input_schema["properties"]["worker_key"]
+        auditor = repair.input_schema["properties"]["auditor_key"]
+        assert worker["enum"] == keys["workers"] and "auth.hash.scrypt.v1" in worker["enum"]
+        (string_branch,) = [b for b in auditor["anyOf"] if b.get("type") == "string"]
+        assert string_branch["enum"] == keys["auditors"] == [DEFAULT_KEYS["advisory_audit"]]
+        assert "enum lists all 7" in worker["description"]
+        await call(client, "mesh_submit_evidence", advisory(served))
+        assert (await call(client, "mesh_recheck"))["stale"] == ["hashing", "routes", "rate_limit"]
+        onto = {"task": "hashing", "worker_key": "auth.hash.scrypt.v1", "assumes": "scrypt has no open advisory"}
+        repaired = await call(client, "mesh_repair", onto)  # a key read off the enum is one the server takes
+        described = json.loads((await client.read_resource("contextmesh://session")).contents[0].text)  # type: ignore[union-attr]
+    assert repaired["worker_key"] == "auth.hash.scrypt.v1" and repaired["state"] == "stale"
+    assert described["served"]["registry"]["workers"] == worker["enum"]
