@@ -28,6 +28,7 @@ __all__ = [
     "EvidenceOut",
     "FallenOut",
     "FlowRunOut",
+    "FlowRunReport",
     "HealthResult",
     "InvalidationOut",
     "LineageResult",
@@ -358,6 +359,15 @@ class ResumeResult(_Out):
     ledger_head: str | None
     generation: int
     flow_run: FlowRunOut | None = None
+
+
+class FlowRunReport(_Out):
+    """A recheck or resume flow run followed by its handle: its state and, once it ended, its report."""
+
+    kind: Literal["recheck", "resume"]
+    flow_run: FlowRunOut
+    recheck: RecheckResult | None = Field(description="what mesh_recheck would have returned, once the run ended")
+    resume: ResumeResult | None = Field(description="what mesh_resume would have returned, once the run ended")
 
 
 _Result = TypeVar("_Result", RecheckResult, ResumeResult)

@@ -67,6 +67,7 @@ from contextmesh.core.errors import ContextMeshError
 from contextmesh.execution.task_registry import TaskRegistry
 from contextmesh.mcp import log_lines
 from contextmesh.mcp.command import DEFAULT_PORT, PROG, check, open_served, parser
+from contextmesh.mcp.handles import HANDLE_TOOLS
 from contextmesh.mcp.http_guard import PostOnly, guarded
 from contextmesh.mcp.http_listener import http_listener, line, say, serve_http
 from contextmesh.mcp.quoting import (
@@ -107,7 +108,9 @@ INSTRUCTIONS = (
     "nodes, health, assumption lineage and blast radius; answer as of a date; reconstruct a decision. "
     "Belief changes only through evidence: submit an observation (mesh_submit_evidence), let the "
     "deployment's registered auditors interpret it (mesh_recheck), repair fallen work onto a registered "
-    "key (mesh_repair) and run only what fell (mesh_resume). contextmesh://schema is the ontology."
+    "key (mesh_repair) and run only what fell (mesh_resume). Dispatched to a deployment, mesh_recheck and "
+    "mesh_resume return at once with a flow-run handle; follow it with mesh_flow_run. contextmesh://schema is "
+    "the ontology."
 )
 
 _SUBSCRIBED = "resources/subscribe"  # a watch's key for its connection's 2025-era subscriptions
@@ -129,6 +132,10 @@ _ANNOTATIONS: dict[str, ToolAnnotations] = {
     ),
     "mesh_resume": ToolAnnotations(
         read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=True
+    ),
+    # Reads a flow run's state from the deployment's API: changes nothing, but the answer moves on.
+    "mesh_flow_run": ToolAnnotations(
+        read_only_hint=True, destructive_hint=False, idempotent_hint=False, open_world_hint=True
     ),
 }
 
@@ -179,7 +186,7 @@ class MeshServer(MCPServer[Any]):
             subscriptions=None if subscriptions else False,
             middleware=[self._bounded_refusals, self._checked_arguments, self._poked_after_calls],
         )
-        for spec in (*READ_TOOLS, *WRITE_TOOLS):
+        for spec in (*READ_TOOLS, *WRITE_TOOLS, *HANDLE_TOOLS):
             self._add_spec(spec)
         repair = self._tool_manager.get_tool("mesh_repair")
         if repair is not None:  # the keys this launcher's registry serves, as enums (fixed for the process)

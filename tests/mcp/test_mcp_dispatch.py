@@ -214,6 +214,71 @@ async def wait_for_not_answering(client: Client, timeout: float = 30.0) -> list[
             await anyio.sleep(0.5)
 
 
+# -- handles: long writes return at once ---------------------------------------------------------------
+
+
+async def followed(client: Client, flow_run_id: str, timeout: float = 180.0) -> dict[str, Any]:
+    """``mesh_flow_run`` until the run it names has ended; its last answer."""
+    with anyio.fail_after(timeout):
+        while True:
+            report = await call(client, "mesh_flow_run", {"flow_run_id": flow_run_id})
+            if report["flow_run"]["completed"]:
+                return report
+            assert report["recheck"] is None and report["resume"] is None  # no report before the run ends
+            await anyio.sleep(0.5)
+
+
+@pytest.mark.slow
+async def test_recheck_and_resume_return_a_handle_at_once_and_mesh_flow_run_reads_the_report(
+    prefect_api: str, tmp_path: Path
+) -> None:
+    serving = ServeProcess(prefect_api, tmp_path)
+    api, sid = prefect_api, serving.session_id
+    args = [str(LAUNCHER), "--session", str(serving.directory), "--feed", str(serving.feed)]  # no --dispatch-wait
+    params = StdioServerParameters(command=PYTHON, args=args, cwd=str(ROOT), env=serving.launcher_env())
+    try:
+        async with Client(params, read_timeout_seconds=300) as client:
+            stored = await call(client, "mesh_submit_evidence", ADVISORY)
+            handle = await call(client, "mesh_recheck")
+            run = handle["flow_run"]
+            # at once: the run was started and not waited for; nothing new is committed yet
+            assert not run["completed"] and not handle["committed"] and handle["invalidations"] == []
+            assert handle["generation"] == stored["generation"]
+            assert run["url"].endswith(f"/runs/flow-run/{run['id']}")
+            assert get(api, f"/flow_runs/{run['id']}")["id"] == run["id"]
+
+            done = await followed(client, run["id"])
+            assert done["kind"] == "recheck" and done["flow_run"]["state"] == "Completed" and done["resume"] is None
+            recheck = done["recheck"]
+            (invalidation,) = recheck["invalidations"]
+            assert invalidation["evidence_id"] == stored["evidence_id"] and recheck["stale"] == STALE
+            assert recheck["committed"] and recheck["flow_run"]["id"] == run["id"]
+            assert (await session_resource(client))["generation"] >= recheck["generation"]
+
+            wait_for(
+                "the recheck's own resume run to finish",
+                lambda: [
+                    r
+                    for r in flow_runs(api, flow="contextmesh-plan", tags=[f"cm.session:{sid}", "cm.trigger:recheck"])
+                    if r["state_type"] in {"COMPLETED", "FAILED", "CRASHED", "CANCELLED"}
+                ],
+                timeout=180,
+            )
+            onto = {"task": "hashing", "worker_key": BCRYPT, "assumes": "bcrypt has no open advisory"}
+            await call(client, "mesh_repair", onto)
+            resumed = await call(client, "mesh_resume")
+            assert not resumed["flow_run"]["completed"] and resumed["executed"] == [] and not resumed["changed"]
+            done = await followed(client, resumed["flow_run"]["id"])
+            assert done["kind"] == "resume" and done["recheck"] is None
+            assert done["resume"]["executed"] == STALE and done["resume"]["cached"] == ["schema", "tokens"]
+            assert done["resume"]["changed"] and done["resume"]["flow_run"]["state"] == "Completed"
+
+            unknown = await refusal(client, "mesh_flow_run", {"flow_run_id": "0" * 32})
+            assert "was started by this server" in unknown and run["id"] in unknown
+    finally:
+        serving.stop()
+
+
 # -- the probe ----------------------------------------------------------------------------------------
 
 

@@ -25,7 +25,7 @@ pytestmark = pytest.mark.integration
 INSPECTOR = ROOT / ".tools" / "inspector"
 PACKAGE = INSPECTOR / "node_modules" / "@modelcontextprotocol" / "inspector" / "package.json"
 VERSION = "2.12.0"
-TOOLS = 11
+TOOLS = 12
 
 
 @pytest.fixture(scope="module")

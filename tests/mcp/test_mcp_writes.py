@@ -334,3 +334,11 @@ async def test_mesh_repair_lists_the_served_registrys_keys_in_its_schema(session
         described = json.loads((await client.read_resource("contextmesh://session")).contents[0].text)  # type: ignore[union-attr]
     assert repaired["worker_key"] == "auth.hash.scrypt.v1" and repaired["state"] == "stale"
     assert described["served"]["registry"]["workers"] == worker["enum"]
+
+
+async def test_mesh_flow_run_says_there_is_nothing_to_follow_in_process(served: ServedSession) -> None:
+    async with Client(build_server(served)) as client:
+        recheck = await call(client, "mesh_recheck")
+        message = await refusal(client, "mesh_flow_run", {"flow_run_id": "anything"})
+    assert recheck["flow_run"] is None  # in-process: the answer is the whole report
+    assert "in-process" in message and "no flow run to follow" in message
