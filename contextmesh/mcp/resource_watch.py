@@ -112,8 +112,12 @@ class ResourceWatch:
             with anyio.move_on_after(self._interval if self._subscribers else math.inf):
                 await self._wake.wait()
             self._wake = anyio.Event()
-            if self._subscribers:
+            if not self._subscribers:
+                continue
+            try:
                 await self.check()
+            except Exception as exc:  # a generation that cannot load: say so, keep the connection, look again
+                _log.warning("resource watch could not read the session (%s: %s)", type(exc).__name__, exc)
 
     async def check(self) -> list[str]:
         """One look: on a new generation, announce each subscribed resource whose rendering changed."""

@@ -237,3 +237,19 @@ async def test_after_unsubscribing_a_commit_is_not_announced(session_dir: Path, 
         recheck = await call(client, "mesh_recheck")
         assert recheck["generation"] == stored["generation"] + 1
         assert await heard_by(notices, committed_at(session_dir, recheck["generation"]) + WITHIN) == [HASHING_URI]
+
+
+async def test_a_generation_that_cannot_load_does_not_end_the_subscribers_connection(
+    session_dir: Path, feed: Path
+) -> None:
+    # Another writer leaves a broken next manifest: the watch cannot read the session, says so in
+    # the log, and keeps looking; the connection lives, and once the file is gone notices resume.
+    served = served_session(session_dir, feed)
+    async with subscribed(build_server(served), "legacy", [SESSION_URI]) as (client, notices):
+        broken = session_dir / f"session-{served.session.generation + 1:06d}.json"
+        broken.write_text("{not json")
+        await anyio.sleep(0.6)  # two polls over the broken file
+        assert notices.pending() == []
+        broken.unlink()
+        stored = await call(client, "mesh_submit_evidence", advisory(served))
+        assert await heard_by(notices, committed_at(session_dir, stored["generation"]) + WITHIN) == [SESSION_URI]
