@@ -10,6 +10,9 @@ from __future__ import annotations
 
 import json
 import os
+import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -217,6 +220,24 @@ async def wait_for_not_answering(client: Client, timeout: float = 30.0) -> list[
 # -- handles: long writes return at once ---------------------------------------------------------------
 
 
+@asynccontextmanager
+async def listening(client: Client) -> AsyncIterator[list[float]]:
+    """When each ``notifications/resources/updated`` for ``contextmesh://session`` arrived (wall clock)."""
+    arrivals: list[float] = []
+    async with (
+        client.listen(resource_subscriptions=["contextmesh://session"]) as stream,
+        anyio.create_task_group() as tasks,
+    ):
+
+        async def collect() -> None:
+            async for _ in stream:
+                arrivals.append(time.time())
+
+        tasks.start_soon(collect)
+        yield arrivals
+        tasks.cancel_scope.cancel()
+
+
 async def followed(client: Client, flow_run_id: str, timeout: float = 180.0) -> dict[str, Any]:
     """``mesh_flow_run`` until the run it names has ended; its last answer."""
     with anyio.fail_after(timeout):
@@ -237,7 +258,7 @@ async def test_recheck_and_resume_return_a_handle_at_once_and_mesh_flow_run_read
     args = [str(LAUNCHER), "--session", str(serving.directory), "--feed", str(serving.feed)]  # no --dispatch-wait
     params = StdioServerParameters(command=PYTHON, args=args, cwd=str(ROOT), env=serving.launcher_env())
     try:
-        async with Client(params, read_timeout_seconds=300) as client:
+        async with Client(params, read_timeout_seconds=300) as client, listening(client) as arrivals:
             stored = await call(client, "mesh_submit_evidence", ADVISORY)
             handle = await call(client, "mesh_recheck")
             run = handle["flow_run"]
@@ -254,6 +275,10 @@ async def test_recheck_and_resume_return_a_handle_at_once_and_mesh_flow_run_read
             assert invalidation["evidence_id"] == stored["evidence_id"] and recheck["stale"] == STALE
             assert recheck["committed"] and recheck["flow_run"]["id"] == run["id"]
             assert (await session_resource(client))["generation"] >= recheck["generation"]
+            # the flow run committed in its own process; a subscriber heard of it within a second
+            committed = (serving.directory / f"session-{recheck['generation']:06d}.json").stat().st_mtime
+            await anyio.sleep(1.0)
+            assert any(committed <= t <= committed + 1.0 for t in arrivals), (committed, arrivals)
 
             wait_for(
                 "the recheck's own resume run to finish",
