@@ -26,12 +26,25 @@ __all__ = [
     "demo_registry",
     "open_demo_session",
     "save_demo_session",
+    "with_corpus_flat",
 ]
 
 
 def demo_registry(feed: Path) -> TaskRegistry:
     """A registry holding the demo's workers and auditor, bound to ``feed`` (it carries its recipe)."""
     return demo_project(feed).registry()
+
+
+def with_corpus_flat(session: Session) -> Session:
+    """``session`` with the flat baseline of its corpus, when that corpus ships with ContextMesh.
+
+    A session's files do not hold the corpus, so whoever loads one (the CLI, the MCP server)
+    attaches it here; without it a walk reports ``flat_tokens`` 0.
+    """
+    if session.corpus == DEMO_CORPUS and session.flat is None:
+        session.flat = demo_flat()
+        session.walker.flat = session.flat
+    return session
 
 
 def _session(world: DemoWorld, runner: Plan) -> Session:

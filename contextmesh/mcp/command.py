@@ -181,7 +181,13 @@ def open_served(
 
         rounds = 8 if args.rounds is None else args.rounds
         world = build_world(rounds)
-        session = Session(world.graph, world.result.resolver, walk_rounds=world.walk_rounds, corpus=DEMO_CORPUS)
+        session = Session(
+            world.graph,
+            world.result.resolver,
+            walk_rounds=world.walk_rounds,
+            corpus=DEMO_CORPUS,
+            flat=world.walker.flat,  # the figure a walk compares itself with, as the CLI's demo reports it
+        )
         session.walker.walks = list(world.walker.walks)
         return ServedSession(session, ephemeral=True, source=f"the bundled demo corpus ({rounds} walk rounds)")
     if args.project is not None:
@@ -197,4 +203,6 @@ def open_served(
                 f"{PROG}"
             ) from None
         raise
-    return ServedSession(session, ephemeral=False, source=str(directory), dispatcher=dispatcher)
+    from contextmesh.demo.saved import with_corpus_flat  # noqa: PLC0415 - the rule the CLI's loader follows
+
+    return ServedSession(with_corpus_flat(session), ephemeral=False, source=str(directory), dispatcher=dispatcher)

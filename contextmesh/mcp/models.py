@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from contextmesh.execution.plan import RecheckReport, RoundReport
 
 __all__ = [
+    "JSON_TYPES",
     "AnyJson",
     "AsOfResult",
     "AskResult",
@@ -27,6 +28,7 @@ __all__ = [
     "EvidenceOut",
     "FallenOut",
     "FlowRunOut",
+    "FlowRunReport",
     "HealthResult",
     "InvalidationOut",
     "LineageResult",
@@ -46,9 +48,10 @@ __all__ = [
 
 
 # Any JSON value, with a schema that says so (a bare ``{}`` reads as "constrains nothing" to schema linters).
-AnyJson = Annotated[
-    JsonValue, WithJsonSchema({"type": ["string", "number", "integer", "boolean", "object", "array", "null"]})
-]
+# One branch per type, not a ``type`` array: clients that map tool schemas onto a single-``type``
+# dialect (the OpenAPI subset some model providers use) reject or drop an array.
+JSON_TYPES = ("string", "number", "integer", "boolean", "object", "array", "null")
+AnyJson = Annotated[JsonValue, WithJsonSchema({"anyOf": [{"type": name} for name in JSON_TYPES]})]
 
 
 class _Out(BaseModel):
@@ -363,6 +366,15 @@ class ResumeResult(_Out):
     ledger_head: str | None
     generation: int
     flow_run: FlowRunOut | None = None
+
+
+class FlowRunReport(_Out):
+    """A recheck or resume flow run followed by its handle: its state and, once it ended, its report."""
+
+    kind: Literal["recheck", "resume"]
+    flow_run: FlowRunOut
+    recheck: RecheckResult | None = Field(description="what mesh_recheck would have returned, once the run ended")
+    resume: ResumeResult | None = Field(description="what mesh_resume would have returned, once the run ended")
 
 
 _Result = TypeVar("_Result", RecheckResult, ResumeResult)

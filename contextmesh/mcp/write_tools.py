@@ -26,6 +26,7 @@ deployment registered.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable
 from dataclasses import replace
 from typing import Annotated, Any, TypeVar
@@ -37,6 +38,7 @@ from contextmesh.core.canonical import loads
 from contextmesh.core.errors import ContextMeshError, SessionError
 from contextmesh.execution.plan import Plan, RoundReport, TaskState
 from contextmesh.execution.snapshot import dump_plan, restore_plan
+from contextmesh.execution.task_registry import TaskRegistry
 from contextmesh.formats.graph_file import dump_graph, load_graph
 from contextmesh.formats.resolver_file import dump_resolver, load_resolver
 from contextmesh.formats.run_ledger import RunLedger
@@ -83,6 +85,7 @@ __all__ = [
     "mesh_submit_evidence",
     "recheck_in_process",
     "resume_in_process",
+    "with_registered_keys",
 ]
 
 FORBIDDEN_INPUT_NAMES = frozenset(
@@ -210,7 +213,7 @@ def _dispatched_or_here(
 # -- argument types ----------------------------------------------------------------------------------
 
 TaskName = Annotated[str, Field(min_length=1, max_length=200, description="a task of the session's plan")]
-Key = Annotated[str, Field(min_length=1, max_length=200, description="a key registered in this deployment")]
+Key = Annotated[str, Field(min_length=1, max_length=200, description="a worker key registered in this deployment")]
 OptionalKey = Annotated[
     str | None, Field(min_length=1, max_length=200, description="a registered auditor key (default: keep)")
 ]
@@ -222,6 +225,27 @@ Products = Annotated[
     Field(max_length=50, description="artefacts the task produces (default: keep)"),
 ]
 Rationale = Annotated[str | None, Field(max_length=4000, description="why (default: keep)")]
+
+
+def with_registered_keys(schema: dict[str, Any], registry: TaskRegistry | None) -> dict[str, Any]:
+    """``mesh_repair``'s input schema with the served registry's keys as enums on ``worker_key`` and
+    ``auditor_key``, so a client can pick a key without guessing. A key outside them is still
+    refused by the registry itself; without a registry (no plan) the schema stays as it is."""
+    if registry is None:
+        return schema
+    keys = registry.describe()
+    published = copy.deepcopy(schema)
+    properties = published["properties"]
+    for name, listed in (("worker_key", keys["workers"]), ("auditor_key", keys["auditors"])):
+        if not listed:
+            continue
+        field = properties[name]
+        branch = next((b for b in field.get("anyOf", ()) if b.get("type") == "string"), field)
+        branch["enum"] = list(listed)
+        field["description"] = (
+            f"{field['description']}; the enum lists all {len(listed)} (contextmesh://session: served.registry)"
+        )
+    return published
 
 
 # -- the four writes ------------------------------------------------------------------------------

@@ -36,6 +36,7 @@ __all__ = [
     "dispatch_recheck",
     "dispatch_repair",
     "dispatch_resume",
+    "observe",
     "pending_work",
     "require_api",
 ]
@@ -116,6 +117,12 @@ def _wait(record: ServedRecord, deployment: str, flow_run_id: str, wait: float) 
             time.sleep(0.5)
     url = record.flow_run_url(flow_run_id)
     return Dispatched(deployment, flow_run_id, url, state, name, state in TERMINAL, message)
+
+
+def observe(record: ServedRecord, deployment: str, flow_run_id: str, *, wait: float = 0.0) -> Dispatched:
+    """A flow run started earlier, as it stands now (waiting up to ``wait`` seconds for it to end)."""
+    with _on(record):
+        return _wait(record, deployment, flow_run_id, wait)
 
 
 def _start(record: ServedRecord, deployment: str, parameters: Mapping[str, Any], wait: float) -> Dispatched:
