@@ -236,12 +236,15 @@ class NodeRecord(_SlottedRecord, schema=NodeSchema):
         label: str,
         attrs: dict[str, JsonValue],
         provenance: Provenance | None,
-        embedding: str | None,
+        embedding: str | int | None,
         build: int,
         walks: int,
         pruned: bool,
         invalidated: bool,
+        vectors: VectorStore | None = None,
+        seq: int = -1,
     ) -> None:
+        # ``embedding`` is a handle into ``vectors`` when a loader built the record, else text.
         self.id = id
         self.type = type
         self.label = label
@@ -252,7 +255,10 @@ class NodeRecord(_SlottedRecord, schema=NodeSchema):
         self.walks = walks
         self.pruned = pruned
         self.invalidated = invalidated
-        self._reset()
+        self._vectors = vectors
+        self._seq = seq
+        self._out = []
+        self._in = []
 
     def _reset(self) -> None:
         self._vectors = None

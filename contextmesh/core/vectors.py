@@ -123,6 +123,22 @@ class VectorStore:
         self._data += raw
         return handle
 
+    def add_many(self, vectors: Sequence[bytes | None]) -> list[int | None]:
+        """Store many checked vectors at once (``None`` stores nothing); their handles, in order.
+
+        One join and one append, not one ``bytearray`` growth per vector (a loader's 10**6).
+        """
+        handles: list[int | None] = []
+        offset = len(self._data)
+        for raw in vectors:
+            if raw is None:
+                handles.append(None)
+                continue
+            handles.append(offset << _LENGTH_BITS | len(raw))
+            offset += len(raw)
+        self._data += b"".join(raw for raw in vectors if raw is not None)
+        return handles
+
     def add_text(self, text: str) -> int | None:
         """Store a vector's text; ``None`` (nothing stored) when it is not a valid stored vector."""
         raw = checked_bytes(text)

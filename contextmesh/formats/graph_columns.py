@@ -34,8 +34,6 @@ __all__ = ["fast_edges", "fast_nodes"]
 
 _NODE_FIELDS = tuple(NodeSchema.model_fields)
 _EDGE_FIELDS = tuple(EdgeSchema.model_fields)
-_NODE_KEYS = frozenset(_NODE_FIELDS)
-_EDGE_KEYS = frozenset(_EDGE_FIELDS)
 _PROVENANCE_KEYS = frozenset(Provenance.model_fields)
 _INFINITY = float("inf")
 _RECORD_FIELDS = frozenset(NodeSchema.model_fields)
@@ -50,11 +48,6 @@ def _only(column: Sequence[Any], *kinds: type) -> bool:
 def _counts(column: Sequence[Any], ceiling: int = MAX_SAFE_INTEGER) -> bool:
     """Every value an exact ``int`` in ``0..ceiling``."""
     return _only(column, int) and (not column or (min(column) >= 0 and max(column) <= ceiling))
-
-
-def _records(raw: list[Any], keys: frozenset[str]) -> bool:
-    """Every record a plain ``dict`` with exactly ``keys``."""
-    return _only(raw, dict) and all(map(operator.eq, map(dict.keys, raw), repeat(keys)))
 
 
 def _json_only(values: list[Any]) -> bool:
@@ -81,7 +74,7 @@ def _json_only(values: list[Any]) -> bool:
     return True
 
 
-def _provenances(graph: ContextGraph, column: list[Any], ids: dict[str, str]) -> list[Provenance | None] | None:
+def _provenances(graph: ContextGraph, column: Sequence[Any], ids: dict[str, str]) -> list[Provenance | None] | None:
     """Each provenance checked (G13, G14, G18) and built, or ``None`` when any is not exactly right.
 
     A source id naming a node of the file takes that node's id string (``ids``: the file's id to it).
@@ -123,7 +116,11 @@ def _provenances(graph: ContextGraph, column: list[Any], ids: dict[str, str]) ->
 
 
 def _must_carry(
-    graph: ContextGraph, types: list[str], attrs: list[dict[str, Any]], provenance: list[Any], embeddings: list[Any]
+    graph: ContextGraph,
+    types: Sequence[str],
+    attrs: Sequence[dict[str, Any]],
+    provenance: Sequence[Any],
+    embeddings: Sequence[Any],
 ) -> bool:
     """G20 for every node, as the live write checks it (an assumption's provenance and a decision's
     embedding are not what its write is given, so they satisfy nothing)."""
@@ -147,60 +144,63 @@ def _must_carry(
     return True
 
 
+def _columns(raw: list[Any], fields: tuple[str, ...]) -> tuple[tuple[Any, ...], ...] | None:
+    """The records' fields as columns, in ``fields`` order, when every record is a plain ``dict``
+    with exactly those keys (G11/G12, G37/G38); else ``None``."""
+    if not _only(raw, dict) or not all(map(operator.eq, map(len, raw), repeat(len(fields)))):
+        return None
+    try:
+        rows = list(map(operator.itemgetter(*fields), raw))  # a missing key raises; the count rules out others
+    except KeyError:
+        return None
+    return tuple(zip(*rows, strict=True)) if rows else tuple(() for _ in fields)
+
+
 def fast_nodes(graph: ContextGraph, raw: list[Any]) -> bool:
     """Check and store every node (G11-G20), or store nothing and return ``False``."""
-    if not _records(raw, _NODE_KEYS):
+    columns = _columns(raw, _NODE_FIELDS)
+    if columns is None:
         return False
-    column = {name: list(map(operator.itemgetter(name), raw)) for name in _NODE_FIELDS}
-    ids, types, labels, attrs = column["id"], column["type"], column["label"], column["attrs"]
+    ids, types, labels, attrs, provenance, texts, builds, walks, pruned, invalidated = columns
     if not (_only(ids, str) and all(ids) and len(set(ids)) == len(ids) and not set(ids) & graph.nodes.keys()):
         return False
     if not (_only(types, str) and set(types) <= graph.ontology.must_carry.keys() and _only(labels, str)):
         return False
-    if not (_only(attrs, dict) and _json_only(attrs)):
+    if not (_only(attrs, dict) and _json_only(list(attrs))):
         return False
-    if not (_counts(column["build"], graph.build) and _counts(column["walks"])):
+    if not (_counts(builds, graph.build) and _counts(walks) and _only(pruned, bool) and _only(invalidated, bool)):
         return False
-    if not (_only(column["pruned"], bool) and _only(column["invalidated"], bool)):
-        return False
-    texts = column["embedding"]
     if not _only(texts, str, type(None)):
         return False
     vectors = [None if text is None else checked_bytes(text) for text in texts]
-    if sum(1 for v in vectors if v is not None) != len(texts) - texts.count(None):
+    if vectors.count(None) != texts.count(None):
         return False
-    if not _must_carry(graph, types, attrs, column["provenance"], texts):
+    if not _must_carry(graph, types, attrs, provenance, texts):
         return False
     kept = unshared_copy([ids, labels, attrs])  # see unshared_copy: the parsed file's memory goes back
     if kept is None:
         return False
-    copied = dict(zip(ids, kept[0], strict=True))
-    provenance = _provenances(graph, column["provenance"], copied)
-    if provenance is None:
+    checked = _provenances(graph, provenance, dict(zip(ids, kept[0], strict=True)))
+    if checked is None:
         return False
-    ids, labels, attrs = kept
-    names, store, seq = graph._names, graph._vectors, graph._next_seq
-    for values in zip(
-        ids,
-        types,
-        labels,
-        attrs,
-        provenance,
-        vectors,
-        column["build"],
-        column["walks"],
-        column["pruned"],
-        column["invalidated"],
-        strict=True,
-    ):
-        record = NodeRecord(values[0], names[values[1]], values[2], values[3], values[4], None, *values[6:])
-        record._vectors = store
-        if values[5] is not None:
-            record._embedding = store.add(values[5])
-        record._seq = seq
-        seq += 1
-        graph.nodes[record.id] = record
-    graph._next_seq = seq
+    start = graph._next_seq
+    records = map(
+        NodeRecord,
+        kept[0],
+        map(graph._names.__getitem__, types),
+        kept[1],
+        kept[2],
+        checked,
+        graph._vectors.add_many(vectors),
+        builds,
+        walks,
+        pruned,
+        invalidated,
+        repeat(graph._vectors),
+        range(start, start + len(ids)),
+    )
+    graph.nodes.update(zip(kept[0], records, strict=True))
+    graph._next_seq = start + len(ids)
     return True
 
 
@@ -238,15 +238,13 @@ def _endpoints(
 
 def fast_edges(graph: ContextGraph, raw: list[Any]) -> bool:
     """Check and store every edge (G37-G47), or store nothing and return ``False``."""
-    if not _records(raw, _EDGE_KEYS):
+    columns = _columns(raw, _EDGE_FIELDS)
+    if columns is None:
         return False
-    if not raw:
-        return True
-    columns = tuple(zip(*map(operator.itemgetter(*_EDGE_FIELDS), raw), strict=True))
     ids, srcs, dsts, types, evidence, weights, builds, bound, traversals, invalidated = columns
     if not (_only(ids, str) and _only(srcs, str) and _only(dsts, str) and _only(types, str)):
         return False
-    if len(set(ids)) != len(ids) or not set(types) <= graph._legal.keys() or any(map(operator.eq, srcs, dsts)):
+    if not set(types) <= graph._legal.keys() or any(map(operator.eq, srcs, dsts)):
         return False
     if not (_only(weights, float) and all(map(operator.lt, repeat(0.0), weights))):
         return False
@@ -260,6 +258,8 @@ def fast_edges(graph: ContextGraph, raw: list[Any]) -> bool:
     if endpoints is None:
         return False
     derived, sources, targets = endpoints
+    if len(set(derived)) != len(derived):  # G40 (a repeated triple, G41, derives a repeated id too)
+        return False
     legal = {(t, a, b) for t, pairs in graph._legal.items() for a, b in pairs}
     kinds = zip(types, map(_TYPE_OF, sources), map(_TYPE_OF, targets), strict=True)
     if not all(map(legal.__contains__, kinds)):
