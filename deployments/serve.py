@@ -108,9 +108,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     from prefect.events import DeploymentEventTrigger  # noqa: PLC0415
 
     from contextmesh.orchestration.flow_bodies import peek  # noqa: PLC0415
-    from flows.plan import plan  # noqa: PLC0415
-    from flows.recheck import recheck  # noqa: PLC0415
-    from flows.repair import repair  # noqa: PLC0415
+    from flows.plan_flow import plan  # noqa: PLC0415
+    from flows.recheck_flow import recheck  # noqa: PLC0415
+    from flows.repair_flow import repair  # noqa: PLC0415
 
     try:
         session_id, plan_name, _ = peek(str(session_dir))

@@ -40,7 +40,6 @@ from contextmesh.orchestration.settings import prepare_environment  # noqa: E402
 
 prepare_environment()  # before anything imports Prefect (a dispatcher does, on its first probe)
 
-from contextmesh.core.errors import ContextMeshError  # noqa: E402
 from contextmesh.mcp.server import main as mcp_main  # noqa: E402
 from contextmesh.mcp.write_dispatch import Dispatcher  # noqa: E402
 from registry import build_registry, feed_path  # noqa: E402
@@ -77,17 +76,9 @@ def _split(argv: Sequence[str]) -> tuple[argparse.Namespace, list[str]]:
 
 def dispatcher_for(session: Path, *, wait: float | None = None) -> Dispatcher | None:
     """The dispatcher to ``serve.py``'s deployments when it serves ``session``, else None (in-process)."""
-    from contextmesh.mcp import deployment_dispatcher  # noqa: PLC0415
-    from contextmesh.orchestration import served_record as served  # noqa: PLC0415
+    from contextmesh.mcp.deployment_dispatcher import dispatcher_for as served_dispatcher  # noqa: PLC0415
 
-    try:
-        session_id, _, _ = served.peek(str(session))
-        record = served.find(session_id, session)
-    except (ContextMeshError, OSError):
-        return None  # not a session with a plan (contextmesh-mcp says what is wrong with it)
-    if record is None:
-        return None
-    return deployment_dispatcher.PrefectDispatcher(record, wait=wait or deployment_dispatcher.DEFAULT_WAIT)
+    return served_dispatcher(session, wait=wait)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -1,3 +1,3 @@
-"""This repository's flow entrypoints (``flows/plan.py:plan``, ``flows/recheck.py:recheck``,
-``flows/repair.py:repair``), built from the library's flow bodies with this deployment's registry
+"""This repository's flow entrypoints (``flows/plan_flow.py:plan``, ``flows/recheck_flow.py:recheck``,
+``flows/repair_flow.py:repair``), built from the library's flow bodies with this deployment's registry
 (``registry/``). ``deployments/prefect.yaml`` and ``deployments/serve.py`` deploy them."""

@@ -116,10 +116,10 @@ def demo_registry(feed: Path, *, without: Sequence[str] = ()) -> TaskRegistry:
     described = full.describe()
     for key in described["workers"]:
         if key not in without:
-            registry.register_worker(key, full.worker(key).fn)
+            registry.register_worker(key, full.lookup_worker(key).fn)
     for key in described["auditors"]:
         if key not in without:
-            registry.register_auditor(key, full.auditor(key).fn)
+            registry.register_auditor(key, full.lookup_auditor(key).fn)
     return registry
 
 

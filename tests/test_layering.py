@@ -240,8 +240,8 @@ def test_prefect_is_imported_only_under_orchestration() -> None:
 
 def test_mcp_is_imported_only_by_the_mcp_server() -> None:
     assert fake(("contextmesh.mcp.server", "from mcp.server.fastmcp import FastMCP\n", False)) == []
-    found = fake(("contextmesh.mcp.tools", "import mcp\n", False))
-    assert found == ["contextmesh.mcp.tools:1 imports mcp: only ['contextmesh.mcp.server'] may import mcp"]
+    found = fake(("contextmesh.mcp.read_tools", "import mcp\n", False))
+    assert found == ["contextmesh.mcp.read_tools:1 imports mcp: only ['contextmesh.mcp.server'] may import mcp"]
 
 
 def test_a_sibling_module_named_like_a_restricted_package_is_not_confused_with_it() -> None:

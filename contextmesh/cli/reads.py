@@ -256,11 +256,11 @@ def invalidate(args: argparse.Namespace) -> tuple[Any, str]:
     _one_source(args, "invalidate")
     if args.session is not None:
         session = open_session(args)
-        _, sidecar = load_demo()
+        corpus, sidecar = load_demo()
         if args.dry_run:
-            report = break_in_graph(session.graph, sidecar, dry_run=True)
+            report = break_in_graph(session.graph, dry_run=True, corpus=corpus, sidecar=sidecar)
             return report.to_dict(), render_invalidation(report, dry_run=True)
-        report = session.apply(lambda s: break_in_graph(s.graph, sidecar))
+        report = session.apply(lambda s: break_in_graph(s.graph, corpus=corpus, sidecar=sidecar))
         text = render_invalidation(report) + "\n" + render_lineage(Assumptions(session.graph), report.assumption_id)
         return report.to_dict(), text + f"\n(session generation {session.generation})"
     world = _world(args, 8)

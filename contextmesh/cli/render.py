@@ -36,7 +36,7 @@ def _hops(n: int) -> str:
 
 
 def render_walk(walk: Walk) -> str:
-    """``Q:`` / ``A:``, the cost line, the path, then the justification — or the dead end."""
+    """``Q:`` / ``A:``, the cost line, the path, the justification and any live contradiction — or the dead end."""
     lines = [f"Q: {walk.question}"]
     if walk.dead_end is not None:
         lines += [f"A: dead end — {walk.dead_end.reason}", walk.dead_end.detail]
@@ -49,6 +49,9 @@ def render_walk(walk: Walk) -> str:
     if walk.justification:
         lines.append("justified by:")
         lines += ["  " + step.render() for step in walk.justification]
+    if walk.notes:
+        lines.append("note:")
+        lines += [f"  {note}" for note in walk.notes]
     return "\n".join(lines)
 
 

@@ -10,15 +10,19 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from contextmesh.cli.failure import UsageError, writing
 from contextmesh.cli.reads import open_session
 from contextmesh.core.errors import ExecutionError
+from contextmesh.session.plan_check import plan_of
 
 if TYPE_CHECKING:
-    from contextmesh.execution.plan import Plan
+    from types import ModuleType
+
+    from contextmesh.execution.plan import Plan, RecheckReport, RoundReport
     from contextmesh.orchestration.deployed import Dispatched
     from contextmesh.orchestration.served_record import ServedRecord
     from contextmesh.session.session import Session
@@ -48,7 +52,7 @@ def execute(args: argparse.Namespace) -> tuple[Any, str]:
 
 def _execute_on_prefect(args: argparse.Namespace) -> tuple[Any, str]:
     from contextmesh.cli.render import render_walkthrough  # noqa: PLC0415
-    from contextmesh.orchestration.commands import execute_on_prefect  # noqa: PLC0415 - Prefect only here
+    from contextmesh.cli.walkthroughs import execute_on_prefect  # noqa: PLC0415 - Prefect only there
 
     walk, note = execute_on_prefect(args.session, args.feed, threads=args.threads)
     text = render_walkthrough(walk, urls=walk.urls)
@@ -81,28 +85,17 @@ def server(args: argparse.Namespace) -> tuple[Any, str]:
 
 
 def _served_record(args: argparse.Namespace) -> ServedRecord | None:
+    """Where this write runs, by :func:`~contextmesh.orchestration.write_target.served_target`'s rule."""
     if args.local:
-        return None
+        return None  # decided without importing Prefect's client, which a core-only install lacks
     try:
-        from contextmesh.orchestration.deployed import configured_record, require_api  # noqa: PLC0415
-        from contextmesh.orchestration.local_server import configured_api_url  # noqa: PLC0415
-        from contextmesh.orchestration.served_record import find, peek  # noqa: PLC0415
+        from contextmesh.orchestration.write_target import served_target  # noqa: PLC0415
     except ImportError as exc:
         raise ExecutionError(
             f"looking for a served deployment needs Prefect's client, which is not installed ({exc}); "
             "pass --local to run in this process"
         ) from None
-    if args.deployment:
-        api_url = configured_api_url()
-        if not api_url:
-            raise ExecutionError("--deployment dispatches to PREFECT_API_URL, which is not set")
-        require_api(api_url)
-        return configured_record(args.session, api_url)
-    session_id, _, _ = peek(str(args.session))
-    record = find(session_id, args.session)
-    if record is not None:
-        require_api(record.api_url)
-    return record
+    return served_target(args.session, "deployment" if args.deployment else "auto")
 
 
 def _wait(args: argparse.Namespace) -> float:
@@ -119,6 +112,46 @@ def _feed_text(args: argparse.Namespace) -> str | None:
     return str(args.feed.resolve()) if args.feed is not None else None
 
 
+def _write(
+    args: argparse.Namespace,
+    what: str,
+    dispatch: Callable[[ModuleType, ServedRecord, float], Dispatched],
+    here: Callable[[Session], tuple[dict[str, Any], str]],
+) -> tuple[Any, str]:
+    """One write: ``dispatch`` (given :mod:`~contextmesh.orchestration.deployed`) to the served
+    deployments when there are any, else ``here`` in this process."""
+    wait = _wait(args)
+    record = _served_record(args)
+    if record is not None:
+        from contextmesh.orchestration import deployed  # noqa: PLC0415 - Prefect only when dispatching
+
+        return _after_dispatch(args, dispatch(deployed, record, wait), what)
+    session = open_session(args)
+    data, text = here(session)
+    return {"executor": "in-process", **data, "generation": session.generation}, text + "\n" + _states_line(session)
+
+
+def _reporting(step: Callable[[Plan], RecheckReport | RoundReport]) -> Callable[[Session], tuple[dict[str, Any], str]]:
+    """An in-process write that runs ``step`` on the plan and reports the engine's report."""
+
+    def here(session: Session) -> tuple[dict[str, Any], str]:
+        report = session.apply(lambda s: step(plan_of(s)))
+        return {"report": report.to_dict()}, _summary(report)
+
+    return here
+
+
+def _summary(report: RecheckReport | RoundReport) -> str:
+    """One line for an in-process recheck (what was audited, what fell) or resume (what ran, what waits)."""
+    from contextmesh.execution.plan import RecheckReport  # noqa: PLC0415 - the engine, only when it ran here
+
+    if isinstance(report, RecheckReport):
+        text = f"recheck (in-process) round {report.round}: audited {', '.join(report.audited) or 'nothing'}"
+        return text + (f"; disproved, now stale: {', '.join(report.stale)}" if report.stale else "")
+    text = f"resume (in-process) round {report.round}: executed {', '.join(report.executed) or 'nothing'}"
+    return text + (f"; waiting for repair: {', '.join(sorted(report.blocked))}" if report.blocked else "")
+
+
 def _after_dispatch(args: argparse.Namespace, done: Dispatched, what: str) -> tuple[Any, str]:
     data: dict[str, Any] = {"dispatched": done.to_dict(), "executor": "deployment"}
     lines = [f"{what} ran as a flow run of {done.deployment}: {done.state_name} · {done.url}"]
@@ -132,7 +165,7 @@ def _after_dispatch(args: argparse.Namespace, done: Dispatched, what: str) -> tu
         raise ExecutionError(f"{what} flow run ended {done.state_name}: {done.message or 'no message'} ({done.url})")
     else:
         session = open_session(args)
-        runner = _runner_of(session)
+        runner = plan_of(session)
         data["states"] = runner.states()
         data["blocked"] = runner.blocked()
         data["generation"] = session.generation
@@ -141,71 +174,47 @@ def _after_dispatch(args: argparse.Namespace, done: Dispatched, what: str) -> tu
 
 
 def _states_line(session: Session) -> str:
-    runner = _runner_of(session)
+    runner = plan_of(session)
     blocked = runner.blocked()
     states = ", ".join(f"{name} {'blocked' if name in blocked else state}" for name, state in runner.states().items())
     return f"session generation {session.generation} · round {runner.round}: {states}"
 
 
-def _runner_of(session: Session) -> Plan:
-    if session.runner is None:
-        raise ExecutionError(f"{session.directory} holds no execution plan")
-    return session.runner
-
-
 def recheck(args: argparse.Namespace) -> tuple[Any, str]:
     """``contextmesh recheck``: every standing auditor once."""
-    wait = _wait(args)
-    record = _served_record(args)
-    if record is not None:
-        from contextmesh.orchestration.deployed import dispatch_recheck  # noqa: PLC0415
-
-        return _after_dispatch(args, dispatch_recheck(record, feed=_feed_text(args), wait=wait), "recheck")
-    session = open_session(args)
-    report = session.apply(lambda s: _runner_of(s).recheck())
-    text = f"recheck (in-process) round {report.round}: audited {', '.join(report.audited) or 'nothing'}"
-    if report.stale:
-        text += f"; disproved, now stale: {', '.join(report.stale)}"
-    return {"executor": "in-process", "report": report.to_dict(), "generation": session.generation}, (
-        text + "\n" + _states_line(session)
+    return _write(
+        args,
+        "recheck",
+        lambda deployed, record, wait: deployed.dispatch_recheck(record, feed=_feed_text(args), wait=wait),
+        _reporting(lambda plan: plan.recheck()),
     )
 
 
 def resume(args: argparse.Namespace) -> tuple[Any, str]:
     """``contextmesh resume``: only stale and pending work whose ground stands."""
-    wait = _wait(args)
-    record = _served_record(args)
-    if record is not None:
-        from contextmesh.orchestration.deployed import dispatch_resume  # noqa: PLC0415
 
-        done = dispatch_resume(record, open_session(args), feed=_feed_text(args), wait=wait)
-        return _after_dispatch(args, done, "resume")
-    session = open_session(args)
-    report = session.apply(lambda s: _runner_of(s).run(include_failed=False))
-    text = f"resume (in-process) round {report.round}: executed {', '.join(report.executed) or 'nothing'}"
-    if report.blocked:
-        text += f"; waiting for repair: {', '.join(sorted(report.blocked))}"
-    return {"executor": "in-process", "report": report.to_dict(), "generation": session.generation}, (
-        text + "\n" + _states_line(session)
-    )
+    def dispatch(deployed: ModuleType, record: ServedRecord, wait: float) -> Dispatched:
+        return deployed.dispatch_resume(record, open_session(args), feed=_feed_text(args), wait=wait)  # type: ignore[no-any-return]
+
+    return _write(args, "resume", dispatch, _reporting(lambda plan: plan.run(include_failed=False)))
 
 
 def repair(args: argparse.Namespace) -> tuple[Any, str]:
     """``contextmesh repair TASK --assumes …``: new ground and, optionally, another registered key."""
-    wait = _wait(args)
-    record = _served_record(args)
-    if record is not None:
-        from contextmesh.orchestration.deployed import dispatch_repair  # noqa: PLC0415
 
-        done = dispatch_repair(
+    def here(session: Session) -> tuple[dict[str, Any], str]:
+        task = session.apply(lambda s: plan_of(s).repair(args.task, assumes=args.assumes, worker_key=args.worker_key))
+        text = f"repaired {task.name} (in-process): now {task.worker_key or 'its callable'} on '{task.assumes}'"
+        return {"task": task.name, "worker_key": task.worker_key, "assumes": task.assumes}, text
+
+    return _write(
+        args,
+        f"repair of {args.task}",
+        lambda deployed, record, wait: deployed.dispatch_repair(
             record, task=args.task, assumes=args.assumes, worker_key=args.worker_key, feed=_feed_text(args), wait=wait
-        )
-        return _after_dispatch(args, done, f"repair of {args.task}")
-    session = open_session(args)
-    task = session.apply(lambda s: _runner_of(s).repair(args.task, assumes=args.assumes, worker_key=args.worker_key))
-    text = f"repaired {task.name} (in-process): now {task.worker_key or 'its callable'} on '{task.assumes}'"
-    data = {"executor": "in-process", "task": task.name, "worker_key": task.worker_key, "assumes": task.assumes}
-    return {**data, "generation": session.generation}, text + "\n" + _states_line(session)
+        ),
+        here,
+    )
 
 
 def serve(args: argparse.Namespace) -> tuple[Any, str]:

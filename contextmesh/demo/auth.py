@@ -21,11 +21,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from contextmesh.core.canonical import file_bytes, loads
-from contextmesh.core.errors import InputError
-from contextmesh.execution.context import AuditContext, RunContext, Verdict
-from contextmesh.execution.plan import Plan
-from contextmesh.execution.task_registry import TaskRegistry
+from contextmesh import AuditContext, InputError, Plan, RunContext, TaskRegistry, Verdict, json_bytes, parse_json
 
 __all__ = [
     "ADVISORY_TEXT",
@@ -63,7 +59,7 @@ def read_feed(feed: Path) -> list[dict[str, str]]:
     """The advisories in a feed file (none when the file does not exist yet)."""
     if not feed.exists():
         return []
-    data = loads(feed.read_bytes())
+    data = parse_json(feed.read_bytes())
     if type(data) is not dict or set(data) != {"advisories"} or type(data["advisories"]) is not list:
         raise FeedError(str(feed), "an unexpected document", 'a feed is {"advisories": [...]}')
     out = []
@@ -78,7 +74,7 @@ def _write_feed(feed: Path, advisories: list[dict[str, str]]) -> None:
     feed.parent.mkdir(parents=True, exist_ok=True)
     handle, tmp = tempfile.mkstemp(prefix=".feed-", dir=feed.parent)
     with os.fdopen(handle, "wb") as out:
-        out.write(file_bytes({"advisories": advisories}))
+        out.write(json_bytes({"advisories": advisories}))
     Path(tmp).replace(feed)
 
 

@@ -7,21 +7,31 @@ the sizing assumption through it — the demo's selective invalidation.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from contextmesh.belief.assumptions import Assumptions
-from contextmesh.belief.decisions import DecisionLog
-from contextmesh.belief.evidence import submit
-from contextmesh.belief.invalidation import InvalidationReport
-from contextmesh.core.canonical import loads
-from contextmesh.core.graph import ContextGraph
-from contextmesh.core.ids import slug
-from contextmesh.core.model import Provenance
-from contextmesh.demo import CORPUS_PATH, QUESTIONS_PATH, SIDECAR_PATH
-from contextmesh.knowledge.corpus import Corpus, Sidecar, load_corpus, load_sidecar
-from contextmesh.knowledge.embed import HashedEmbedder
-from contextmesh.knowledge.pipeline import BuildResult, Progress, build
-from contextmesh.knowledge.traverse import FlatBaseline, Walker, WalkerSettings
+from contextmesh import (
+    Assumptions,
+    BuildResult,
+    ContextGraph,
+    Corpus,
+    DecisionLog,
+    FlatBaseline,
+    HashedEmbedder,
+    InvalidationReport,
+    Provenance,
+    Sidecar,
+    Walker,
+    WalkerSettings,
+    build_graph,
+    load_corpus,
+    load_sidecar,
+    parse_json,
+    slug,
+    submit_evidence,
+)
+from contextmesh.demo import BREAK_PATH, CORPUS_PATH, QUESTIONS_PATH, SIDECAR_PATH
+from contextmesh.demo.scenario import BreakScenario, load_break
 
 __all__ = [
     "REPLACEMENT",
@@ -30,10 +40,13 @@ __all__ = [
     "break_sizing_assumption",
     "build_world",
     "load_demo",
+    "load_demo_break",
     "round_questions",
 ]
 
 REPLACEMENT = "Shard count follows the largest tenant's share of the corpus"
+EVIDENCE_ID = "postmortem-233/observation-1"
+Progress = Callable[[str, int, int], None]  # (stage, done, total), as build_graph reports it
 
 
 @dataclass
@@ -60,9 +73,16 @@ def load_demo() -> tuple[Corpus, Sidecar]:
     return corpus, load_sidecar(SIDECAR_PATH, corpus)
 
 
+def load_demo_break(corpus: Corpus | None = None, sidecar: Sidecar | None = None) -> BreakScenario:
+    """The demo's break scenario, checked against the bundled corpus and sidecar (or the ones given)."""
+    if corpus is None or sidecar is None:
+        corpus, sidecar = load_demo()
+    return load_break(BREAK_PATH, corpus, sidecar)
+
+
 def round_questions() -> list[str]:
     """The fixed question mix each walk round asks."""
-    data = loads(QUESTIONS_PATH.read_bytes())
+    data = parse_json(QUESTIONS_PATH.read_bytes())
     return [str(q) for q in data["rounds"]]
 
 
@@ -101,7 +121,7 @@ def build_world(
     """Build the demo graph, record its sidecar and run ``rounds`` walk rounds."""
     corpus, sidecar = load_demo()
     embedder = HashedEmbedder()
-    result = build(corpus, embedder=embedder, progress=progress)
+    result = build_graph(corpus, embedder=embedder, progress=progress)
     walker = Walker(
         result.graph, result.resolver, embedder=embedder, settings=settings, flat=FlatBaseline(result.chunks, embedder)
     )
@@ -122,16 +142,20 @@ def run_rounds(world: DemoWorld, rounds: int) -> None:
 
 def break_sizing_assumption(world: DemoWorld, *, dry_run: bool = False) -> InvalidationReport:
     """Reject the sizing assumption through the postmortem's observation (or only report it)."""
-    return break_in_graph(world.result.graph, world.sidecar, dry_run=dry_run)
+    return break_in_graph(world.result.graph, dry_run=dry_run, corpus=world.corpus, sidecar=world.sidecar)
 
 
-def break_in_graph(graph: ContextGraph, sidecar: Sidecar, *, dry_run: bool = False) -> InvalidationReport:
+def break_in_graph(
+    graph: ContextGraph, *, dry_run: bool = False, corpus: Corpus | None = None, sidecar: Sidecar | None = None
+) -> InvalidationReport:
     """The demo's break on any graph built from the demo corpus (a saved session's, too)."""
+    if corpus is None or sidecar is None:
+        corpus, sidecar = load_demo()
+    scenario = load_demo_break(corpus, sidecar)
     ledger = Assumptions(graph)
-    statement = next(a.statement for a in sidecar.assumptions if a.key == sidecar.break_assumption)
-    target = slug(statement, "assumption")
+    target = slug(scenario.statement(sidecar), "assumption")
     if dry_run:
         return ledger.blast_radius(target)
-    source_id = next(n.id for n in graph.by_type("source") if n.attrs.get("key") == sidecar.break_source)
-    evidence = submit(graph, sidecar.break_evidence, source_id, external_id="postmortem-233/observation-1")
+    source_id = next(n.id for n in graph.by_type("source") if n.attrs.get("key") == scenario.source)
+    evidence = submit_evidence(graph, scenario.evidence_text, source_id, external_id=EVIDENCE_ID)
     return ledger.reject(target, evidence_id=evidence.node.id, replacement=REPLACEMENT, created_by="demo")

@@ -1,38 +1,37 @@
 """The demo as a durable session: build it, save it, open it again with the demo's registry.
 
 ``save_demo_session`` builds the demo world, runs the walk rounds, declares the secure-auth plan on
-the same graph and runs its first round, then writes generation 1. ``open_demo_session`` loads a
-directory with the demo registry (keys resolved against this installation's demo workers, bound to
-the given advisory feed) and the flat baseline of the bundled corpus.
+the same graph and runs its first round, then writes generation 1; ``create_demo_session`` writes
+the same session with the plan declared and nothing run (the Prefect walk-through runs round 1 as a
+flow run). ``open_demo_session`` loads a directory with the demo registry (keys resolved against
+this installation's demo workers, bound to the given advisory feed) and, for a session labelled
+:data:`DEMO_CORPUS`, the flat baseline of the bundled corpus.
 """
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
+from contextmesh import Chunk, Executor, FlatBaseline, HashedEmbedder, Plan, Session, TaskRegistry, contextmesh_home
 from contextmesh.demo.auth import PLAN_NAME, declare_plan, register_demo
-from contextmesh.demo.knowledge import build_world, load_demo
-from contextmesh.execution.in_process import Executor
-from contextmesh.execution.plan import Plan
-from contextmesh.execution.task_registry import TaskRegistry
-from contextmesh.knowledge.embed import HashedEmbedder
-from contextmesh.knowledge.pipeline import Chunk
-from contextmesh.knowledge.traverse import FlatBaseline
-from contextmesh.session.session import Session
+from contextmesh.demo.knowledge import DemoWorld, build_world, load_demo
 
-__all__ = ["DEMO_CORPUS", "default_feed", "demo_flat", "demo_registry", "open_demo_session", "save_demo_session"]
+__all__ = [
+    "DEMO_CORPUS",
+    "create_demo_session",
+    "default_feed",
+    "demo_flat",
+    "demo_registry",
+    "open_demo_session",
+    "save_demo_session",
+]
 
 DEMO_CORPUS = "contextmesh.demo"
 
 
 def default_feed() -> Path:
     """The demo's advisory feed when none is named: under ``$CONTEXTMESH_HOME`` (XDG state by default)."""
-    home = os.environ.get("CONTEXTMESH_HOME")
-    base = (
-        Path(home) if home else Path(os.environ.get("XDG_STATE_HOME", Path.home() / ".local" / "state")) / "contextmesh"
-    )
-    return base / "demo-feed.json"
+    return contextmesh_home() / "demo-feed.json"
 
 
 def demo_registry(feed: Path) -> TaskRegistry:
@@ -49,16 +48,9 @@ def demo_flat() -> FlatBaseline:
     return FlatBaseline(chunks, HashedEmbedder())
 
 
-def save_demo_session(
-    directory: Path, *, rounds: int = 8, feed: Path | None = None, executor: Executor | None = None
-) -> Session:
-    """Build the demo (walk rounds, plan round 1 executed) and save it as a new session."""
-    feed = feed or default_feed()
-    world = build_world(rounds)
-    runner = Plan(PLAN_NAME, world.graph, registry=demo_registry(feed), executor=executor)
-    declare_plan(runner)
-    runner.run()
-    session = Session(
+def _session(world: DemoWorld, runner: Plan) -> Session:
+    """The demo world and its plan as a session not yet saved, labelled :data:`DEMO_CORPUS`."""
+    return Session(
         world.graph,
         world.result.resolver,
         walk_rounds=world.walk_rounds,
@@ -67,7 +59,28 @@ def save_demo_session(
         registry=runner.registry,
         flat=world.walker.flat,
     )
-    return Session.create(directory, session)
+
+
+def _declared(world: DemoWorld, feed: Path, executor: Executor | None) -> Plan:
+    runner = Plan(PLAN_NAME, world.graph, registry=demo_registry(feed), executor=executor)
+    declare_plan(runner)
+    return runner
+
+
+def save_demo_session(
+    directory: Path, *, rounds: int = 8, feed: Path | None = None, executor: Executor | None = None
+) -> Session:
+    """Build the demo (walk rounds, plan round 1 executed) and save it as a new session."""
+    world = build_world(rounds)
+    runner = _declared(world, feed or default_feed(), executor)
+    runner.run()
+    return Session.create(directory, _session(world, runner))
+
+
+def create_demo_session(directory: Path, *, feed: Path, rounds: int = 8) -> Session:
+    """The demo as a new session: walk rounds, the plan declared, no plan round run yet."""
+    world = build_world(rounds)
+    return Session.create(directory, _session(world, _declared(world, feed, None)))
 
 
 def open_demo_session(

@@ -26,7 +26,7 @@ def _resolve(registry: TaskRegistry | None, space: str, key: str | None, fn: Cal
         return Registration(key or f"<callable {getattr(fn, '__name__', 'fn')}>", fn)
     if registry is None or key is None:
         raise ExecutionError(f"no registry to resolve the {space} key {key!r}")
-    return registry.worker(key) if space == "worker" else registry.auditor(key)
+    return registry.lookup_worker(key) if space == "worker" else registry.lookup_auditor(key)
 
 
 def _with_limits(registration: Registration, call: Callable[[], Any], task: str, role: str) -> Any:

@@ -202,8 +202,8 @@ def _restore_keys(item: dict[str, Any], path: str, registry: TaskRegistry | None
     if registry is None:
         return worker_key, auditor_key
     for field_name, key, lookup in (
-        ("worker_key", worker_key, registry.worker),
-        ("auditor_key", auditor_key, registry.auditor),
+        ("worker_key", worker_key, registry.lookup_worker),
+        ("auditor_key", auditor_key, registry.lookup_auditor),
     ):
         if key is None:
             continue

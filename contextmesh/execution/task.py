@@ -98,6 +98,6 @@ def check_keys(registry: TaskRegistry | None, task_name: str, worker_key: str | 
     if registry is None:
         raise ExecutionError(f"task '{task_name}' names a key, but this plan has no registry")
     if worker_key is not None:
-        registry.worker(worker_key)
+        registry.lookup_worker(worker_key)
     if auditor_key is not None:
-        registry.auditor(auditor_key)
+        registry.lookup_auditor(auditor_key)

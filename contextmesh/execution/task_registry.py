@@ -5,6 +5,9 @@ Workers and auditors live in separate namespaces because they carry different au
 auditor may disprove an assumption, a worker may not. The route from a key to a callable is this
 table and nothing else — no module path, no qualified name, no import, no similar-key fallback.
 
+A key is registered with ``register_worker(key, fn)`` or, above the function, the decorator
+``@registry.worker(key)`` (auditors alike); the engine looks it up with ``lookup_worker(key)``.
+
 A table is process-local. It reaches another process (a Dask or Ray worker running one task of a
 wide layer) only by being **rebuilt there from deployment code**: a registry made with
 ``TaskRegistry(recipe=(build, args))`` pickles as "call ``build(*args)``", where ``build`` is a
@@ -35,7 +38,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from difflib import get_close_matches
 from types import FunctionType
-from typing import Any
+from typing import Any, TypeVar
 
 from contextmesh.core.errors import ExecutionError
 from contextmesh.core.ids import key_problem
@@ -56,6 +59,8 @@ class Registration:
     timeout: float | None = None
     retries: int = 0
 
+
+F = TypeVar("F", bound=Callable[..., Any])
 
 Recipe = tuple[Callable[..., "TaskRegistry"], tuple[Any, ...]]
 """How another process rebuilds a registry: a module-level ``build`` function and its ``args``."""
@@ -173,11 +178,33 @@ class TaskRegistry:
             )
         self._spaces[space][key] = Registration(key, fn, None if timeout is None else float(timeout), retries)
 
-    def worker(self, key: str) -> Registration:
+    def worker(self, key: str, *, timeout: float | None = None, retries: int = 0) -> Callable[[F], F]:
+        """Decorator: register the function below as the worker behind ``key``; it is returned unchanged.
+
+        ``@registry.worker("billing.invoice.v1")`` is :meth:`register_worker` written above the function;
+        the same checks run, when the decorator is applied.
+        """
+
+        def register(fn: F) -> F:
+            self.register_worker(key, fn, timeout=timeout, retries=retries)
+            return fn
+
+        return register
+
+    def auditor(self, key: str, *, timeout: float | None = None, retries: int = 0) -> Callable[[F], F]:
+        """Decorator: register the function below as the auditor behind ``key``; it is returned unchanged."""
+
+        def register(fn: F) -> F:
+            self.register_auditor(key, fn, timeout=timeout, retries=retries)
+            return fn
+
+        return register
+
+    def lookup_worker(self, key: str) -> Registration:
         """The registration of a worker key."""
         return self._lookup("worker", key)
 
-    def auditor(self, key: str) -> Registration:
+    def lookup_auditor(self, key: str) -> Registration:
         """The registration of an auditor key."""
         return self._lookup("auditor", key)
 

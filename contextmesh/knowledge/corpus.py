@@ -2,8 +2,9 @@
 
 A corpus file is JSON: ``entities`` (canonical names with registered aliases) and ``sources``
 (title, origin, ISO retrieval date or null, spans with a headline ``text``, a ``body`` and explicit
-``relations`` to other spans). The sidecar lists the corpus's assumptions and decisions and the
-observation that breaks one of them; ``load_sidecar`` checks every reference against the corpus.
+``relations`` to other spans). The sidecar lists the corpus's assumptions and decisions, and
+nothing else (a scenario that breaks one of them is its user's own data: the demo keeps its own in
+``contextmesh/demo/break.json``); ``load_sidecar`` checks every reference against the corpus.
 Both loaders treat their files as untrusted: unknown fields, duplicate keys, bad dates and dangling
 references are refused with a path.
 """
@@ -124,13 +125,10 @@ class DecisionSpec:
 
 @dataclass(frozen=True)
 class Sidecar:
-    """The corpus's assumptions and decisions, and the observation that breaks one assumption."""
+    """The corpus's assumptions and decisions."""
 
     assumptions: tuple[AssumptionSpec, ...]
     decisions: tuple[DecisionSpec, ...]
-    break_assumption: str
-    break_evidence: str
-    break_source: str
 
 
 def parse_date(value: str, where: str = "date") -> dt.date:
@@ -241,7 +239,7 @@ def load_corpus(path: Path) -> Corpus:
 
 def load_sidecar(path: Path, corpus: Corpus) -> Sidecar:
     """Read a sidecar and check every reference against ``corpus``."""
-    data = _obj(loads(path.read_bytes()), "$", ("assumptions", "decisions", "break"))
+    data = _obj(loads(path.read_bytes()), "$", ("assumptions", "decisions"))
     source_keys = {s.key for s in corpus.sources}
     span_keys = {span.key for _, span in corpus.spans()}
     entity_names = {e.name for e in corpus.entities}
@@ -305,16 +303,7 @@ def load_sidecar(path: Path, corpus: Corpus) -> Sidecar:
         if decision.supersedes is not None:
             _known(decision.supersedes, earlier, f"{at}.supersedes", "the key of an earlier decision")
         decisions.append(decision)
-    brk = _obj(data["break"], "break", ("assumption", "evidence_text", "source"))
-    _known(brk["assumption"], set(assumption_keys), "break.assumption", "an assumption key")
-    _known(brk["source"], source_keys, "break.source", "a source key")
-    return Sidecar(
-        tuple(assumptions),
-        tuple(decisions),
-        brk["assumption"],
-        _text(brk["evidence_text"], "break.evidence_text"),
-        brk["source"],
-    )
+    return Sidecar(tuple(assumptions), tuple(decisions))
 
 
 def _known(value: str, known: set[str], where: str, what: str) -> None:

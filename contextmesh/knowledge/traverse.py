@@ -2,47 +2,74 @@
 
 ``Walker.ask`` resolves the question's mentions to entities, then runs a uniform-cost search from
 them over typed edges — forward along any edge the policy allows, backward only into claims,
-decisions and evidence — with a penalty on hubs, a hop budget and an expansion cap. Every claim or
-decision reached is a candidate; its score blends vector similarity (45 %) and word overlap (55 %)
-with what the question says beyond the entities it mentions — the mentions already chose where
-the walk starts, so only the rest of the question can choose among what it reaches — plus its
-closeness to the mentioned entities (the mean over them of 1 / hops from each; a claim that
-mentions every entity the question names scores 1); a "why" question also favours a candidate
-that states a cause ("because", "so", "due to"). The answer's path is
-returned with edge directions, then its justification (the sources it derives from, the
-assumptions it depends on).
+decisions and evidence — with a penalty on hubs, a hop budget and an expansion cap. Edges of the
+types the question asks across ("replaced", "contradicts", "rests on"…,
+:mod:`~contextmesh.knowledge.intent`) cost less, so the walk prefers them. When no mention
+resolves, the walk starts from the entities whose names share the question's rarest words, and
+if it then finds nothing it is confident in, it says the question named nothing it knows.
+
+Every claim, decision and evidence node reached (an assumption too, when the question asks for
+one) is a candidate with the path that reached it, and so is every node one asked-for edge away
+from a reached node; :mod:`~contextmesh.knowledge.ranking` scores each pair on lexical evidence
+over headline and body (BM25F), the question's entities next to it, its intent and the path's
+length. The path shown is the path scored. A node that no longer stands (superseded, contradicted
+by live evidence, resting on a rejected assumption: :mod:`~contextmesh.knowledge.standing`) is
+never the answer unless the question asks across that very relation. Below a calibrated
+confidence the walk dead-ends instead (:mod:`~contextmesh.knowledge.confidence`), naming the best
+candidate it rejected; an acronym that could mean two entities is tried both ways and dead-ends
+naming both unless the context settles it.
+
+The answer's path is returned with edge directions, then its justification (the sources it
+derives from, the assumptions it depends on), and notes of any live contradiction.
 
 The four dead ends, each with a detail naming what was tried:
 
-* ``entity_unresolved`` — no mention in the question resolved to an entity;
-* ``no_typed_edge`` — the entities resolved, but no live edge the policy allows leaves them;
-* ``wrong_node_type`` — the walk reached only nodes that cannot answer (entities, sources…);
-* ``pruned_too_early`` — what the walk needed has been pruned or invalidated.
+* ``entity_unresolved`` — no mention in the question resolved to an entity (or one was ambiguous);
+* ``no_typed_edge`` — no live edge the policy allows leaves the entities, or none of the relation
+  the question asks across;
+* ``wrong_node_type`` — the walk reached nothing that answers (only entities and sources, or
+  claims none of which carries the question);
+* ``pruned_too_early`` — what the walk needed has been pruned, invalidated or superseded.
 
 Invariants:
 
-1. A walk is deterministic: ties break by cost, then hops, then insertion sequence.
+1. A walk is deterministic: ties break by score, then hops, then insertion sequence.
 2. A walk moves telemetry (``walks``, ``traversals``) and nothing else in the graph.
 3. Pruned or invalidated nodes and edges are never on a path.
 """
 
 from __future__ import annotations
 
-import heapq
-import math
-import re
-from array import array
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from contextmesh.core import vectors
 from contextmesh.core.errors import OntologyError
-from contextmesh.core.graph import ContextGraph
-from contextmesh.core.model import EdgeRecord
+from contextmesh.knowledge.confidence import (
+    READING_MARGIN,
+    STRICT_RELATIONS,
+    Verdict,
+    ambiguous_acronyms,
+    doubt,
+    initials_index,
+    no_candidate,
+    no_relation,
+    sure,
+)
 from contextmesh.knowledge.embed import Embedder, HashedEmbedder, cosine
-from contextmesh.knowledge.pipeline import Chunk
-from contextmesh.knowledge.resolve import Resolver
+from contextmesh.knowledge.intent import Intent, read_intent
+from contextmesh.knowledge.ranking import AnswerIndex, Candidate, Trail, Weights, rank
+from contextmesh.knowledge.search import entity_words, reach, source_seeds, word_seeds
+from contextmesh.knowledge.standing import live_contradictions
 from contextmesh.knowledge.text import content_stems, estimate_tokens, normalize
+
+if TYPE_CHECKING:
+    # Types only: importing the graph module at run time would pull networkx into every ask.
+    from contextmesh.core.graph import ContextGraph
+    from contextmesh.knowledge.pipeline import Chunk
+    from contextmesh.knowledge.resolve import ResolutionRecord, Resolver
 
 __all__ = [
     "ANSWER_TYPES",
@@ -57,8 +84,7 @@ __all__ = [
 ]
 
 DEAD_END_REASONS = ("entity_unresolved", "no_typed_edge", "wrong_node_type", "pruned_too_early")
-ANSWER_TYPES = frozenset({"claim", "decision"})
-_REVERSE_INTO = frozenset({"claim", "decision", "evidence"})
+ANSWER_TYPES = frozenset({"claim", "decision", "evidence"})
 DEFAULT_POLICY: tuple[str, ...] = (
     "mentions",
     "derived_from",
@@ -71,13 +97,7 @@ DEFAULT_POLICY: tuple[str, ...] = (
     "justified_by",
     "resolves_to",
 )
-_EDGE_COST = {"resolves_to": 0.3}
-_HUB_PENALTY = 0.15
-_CLOSENESS = 0.3
-_UNIT = 127 * 127  # the dot product of two stored unit vectors
-_CAUSAL_BONUS = 0.1
-_CAUSAL = re.compile(r"\b(because|since|so|due to|as a result|caused|causes)\b", re.IGNORECASE)
-_WHY = re.compile(r"^\s*why\b|\bwhat (made|caused)\b", re.IGNORECASE)
+_CONTEXT_WORDS = 2
 
 
 @dataclass(frozen=True)
@@ -120,10 +140,25 @@ class Step:
 
 @dataclass(frozen=True)
 class DeadEnd:
-    """Why a walk could not answer: one of :data:`DEAD_END_REASONS`, with what it tried."""
+    """Why a walk could not answer: one of :data:`DEAD_END_REASONS`, with what it tried.
+
+    ``rejected`` is the best candidate the walk turned down, ``candidates`` what an ambiguous
+    mention could mean.
+    """
 
     reason: str
     detail: str
+    rejected: str | None = None
+    candidates: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, object]:
+        """Plain data."""
+        return {
+            "reason": self.reason,
+            "detail": self.detail,
+            "rejected": self.rejected,
+            "candidates": list(self.candidates),
+        }
 
 
 @dataclass
@@ -137,6 +172,8 @@ class Walk:
     path: list[Step] = field(default_factory=list)
     justification: list[Step] = field(default_factory=list)
     score: float = 0.0
+    confidence: float = 0.0
+    notes: list[str] = field(default_factory=list)
     tokens: int = 0
     flat_tokens: int = 0
     dead_end: DeadEnd | None = None
@@ -155,13 +192,13 @@ class Walk:
             "answer": self.answer,
             "hops": self.hops,
             "score": self.score,
+            "confidence": self.confidence,
+            "notes": list(self.notes),
             "tokens": self.tokens,
             "flat_tokens": self.flat_tokens,
             "path": [_step_dict(s) for s in self.path],
             "justification": [_step_dict(s) for s in self.justification],
-            "dead_end": None
-            if self.dead_end is None
-            else {"reason": self.dead_end.reason, "detail": self.dead_end.detail},
+            "dead_end": None if self.dead_end is None else self.dead_end.to_dict(),
         }
 
 
@@ -174,6 +211,11 @@ def _step_dict(step: Step) -> dict[str, object]:
         "edge_id": step.edge_id,
         "direction": None if step.edge_type is None else ("out" if step.forward else "in"),
     }
+
+
+def _bodies_of(flat: FlatBaseline) -> dict[str, str]:
+    """Span key → the body of its paragraph (the chunk without its headline is what the chunk adds)."""
+    return {key: chunk.text for key, chunk in flat.chunks.items()}
 
 
 class FlatBaseline:
@@ -192,15 +234,6 @@ class FlatBaseline:
         return sum(estimate_tokens(self.chunks[key].text) for key in ranked[:k])
 
 
-@dataclass(order=True)
-class _Entry:
-    cost: float
-    hops: int
-    seq: int
-    node_id: str = field(compare=False)
-    trail: tuple[tuple[str, str, bool], ...] = field(compare=False)  # (edge id, node id, forward)
-
-
 class Walker:
     """Answers questions by walking the graph; keeps the walks for health and the dashboard."""
 
@@ -212,16 +245,21 @@ class Walker:
         embedder: Embedder | None = None,
         settings: WalkerSettings | None = None,
         flat: FlatBaseline | None = None,
+        bodies: Mapping[str, str] | None = None,
+        weights: Weights | None = None,
     ) -> None:
         self.graph = graph
         self.resolver = resolver
         self.embedder = embedder or HashedEmbedder()
         self.settings = settings or WalkerSettings()
         self.flat = flat
+        self.weights = weights or Weights()
         self.walks: list[Walk] = []
         self._check_policy(self.settings.policy)
-        self._vectors: dict[str, tuple[str, array[int]]] = {}
-        self._label_stems: dict[str, tuple[str, frozenset[str]]] = {}
+        self._bodies = dict(bodies) if bodies is not None else None
+        self._index: AnswerIndex | None = None
+        self._words: tuple[tuple[int, int, int], dict[str, list[str]]] | None = None
+        self._by_initials: tuple[tuple[int, int], dict[str, list[str]]] | None = None
 
     # -- the walk -------------------------------------------------------------------------
 
@@ -250,19 +288,32 @@ class Walker:
                 f"{sorted(self.graph.ontology.edge_types)}"
             )
 
+    def _answer_index(self) -> AnswerIndex:
+        if self._index is None or not self._index.fresh(self.graph):
+            # A claim carries its span's body in ``attrs["body"]`` when the build stored it; otherwise
+            # the body comes with the corpus, through the flat baseline's chunks — read now, not at
+            # construction, because a loaded session is handed its flat baseline afterwards.
+            bodies = self._bodies if self._bodies is not None else (_bodies_of(self.flat) if self.flat else {})
+            self._index = AnswerIndex(self.graph, bodies, self.weights.headline, self.weights.context)
+        return self._index
+
     def _walk(self, question: str, policy: frozenset[str]) -> Walk:
         mentions, dropped = self.resolver.find_mentions(question)
+        walk = Walk(question, [m.record.mention for m in mentions])
         resolved = list(dict.fromkeys(m.record.entity_id for m in mentions if m.record.entity_id))
         seeds = [s for s in resolved if s in self.graph]
-        walk = Walk(question, [m.record.mention for m in mentions])
+        intent = read_intent(question)
+        ambiguous = ambiguous_acronyms(self._initials(), self.resolver.aliases, mentions, dropped, self._holds)
+        mention_stems = {token for m in mentions for token in normalize(m.record.mention).split()}
+        mention_stems |= {token for s in seeds for token in normalize(self.graph.node(s).label).split()}
+        terms = tuple(t for t in content_stems(question) if t not in mention_stems and t not in intent.cues)
+        if ambiguous:
+            return self._ambiguous(walk, ambiguous, seeds, terms, intent, policy)
+        named = bool(seeds)
         if not seeds:
-            if resolved:
-                names = ", ".join(f"'{self.resolver.canonical.get(s, s)}'" for s in resolved)
-                detail = f"mentions resolved to {names}, which this graph does not hold"
-            else:
-                tried = ", ".join(f"'{r.mention}'" for r in dropped) or "nothing"
-                detail = f"no mention resolved to a canonical entity: {tried}"
-            walk.dead_end = DeadEnd("entity_unresolved", detail)
+            seeds = word_seeds(self._entity_words(), terms) or source_seeds(self.graph, self._answer_index(), terms)
+        if not seeds:
+            walk.dead_end = self._unresolved(resolved, dropped)
             return walk
         live_seeds = [s for s in seeds if self.graph.is_live(s)]
         if not live_seeds:
@@ -271,151 +322,142 @@ class Walker:
                 "pruned_too_early", f"{names} resolved but is no longer walkable (pruned or invalidated)"
             )
             return walk
-        mention_stems = {token for m in mentions for token in normalize(m.record.mention).split()}
-        mention_stems |= {token for s in seeds for token in normalize(self.graph.node(s).label).split()}
-        question_stems = [t for t in content_stems(question) if t not in mention_stems]
-        question_vector = vectors.decode(self.embedder.embed(" ".join(question_stems))) if question_stems else None
-
-        reached: dict[str, _Entry] = {}
-        closeness: dict[str, float] = {}
-        blocked: dict[str, str] = {}
-        for seed in live_seeds:
-            settled = self._search(seed, policy, blocked)
-            for node_id, entry in settled.items():
-                if node_id not in reached or entry < reached[node_id]:
-                    reached[node_id] = entry
-                closeness[node_id] = closeness.get(node_id, 0.0) + 1.0 / max(1, entry.hops) / len(live_seeds)
-        candidates = [n for n in reached if self.graph.node(n).type in ANSWER_TYPES]
-        if not candidates:
-            walk.dead_end = self._why_no_candidate(live_seeds, reached, blocked)
-            return walk
-        causal = bool(_WHY.search(question))
-        best_id, best_score = self._best(candidates, reached, closeness, question_stems, question_vector, causal)
-        entry = reached[best_id]
-        walk.answer_id = best_id
-        walk.answer = self.graph.node(best_id).label
-        walk.score = round(best_score, 4)
-        walk.path = self._steps(entry)
-        walk.justification = self._justify(best_id)
-        walk.tokens = sum(estimate_tokens(step.label) for step in walk.path)
+        tried = ", ".join(f"'{r.mention}'" for r in dropped) or "nothing"
+        self._settle(walk, live_seeds, named, terms, intent, policy, tried)
         return walk
 
-    def _search(self, seed: str, policy: frozenset[str], blocked: dict[str, str]) -> dict[str, _Entry]:
-        # Plain tuples on the heap (cost, hops, counter, node, trail): comparing them is far cheaper
-        # than comparing dataclasses, and the counter keeps ties in discovery order.
-        counter = 0
-        frontier: list[tuple[float, int, int, str, tuple[tuple[str, str, bool], ...]]] = [(0.0, 0, 0, seed, ())]
-        settled: dict[str, _Entry] = {}
-        budget, cap = self.settings.hop_budget, self.settings.max_expand
-        while frontier and len(settled) < cap:
-            cost, hops, order, node_id, trail = heapq.heappop(frontier)
-            if node_id in settled:
-                continue
-            settled[node_id] = _Entry(cost, hops, order, node_id, trail)
-            if hops >= budget:
-                continue
-            for edge, other, forward in self._neighbours(node_id, policy, blocked):
-                if other in settled:
-                    continue
-                counter += 1
-                step = _EDGE_COST.get(edge.type, 1.0) + _HUB_PENALTY * self._hub(other)
-                heapq.heappush(frontier, (cost + step, hops + 1, counter, other, (*trail, (edge.id, other, forward))))
-        return settled
+    def _initials(self) -> dict[str, list[str]]:
+        # The resolver only ever adds canonical names, so their count says whether the index is current.
+        stamp = (id(self.resolver), len(self.resolver.canonical))
+        if self._by_initials is None or self._by_initials[0] != stamp:
+            self._by_initials = (stamp, initials_index(self.resolver.canonical))
+        return self._by_initials[1]
 
-    def _hub(self, node_id: str) -> float:
-        # Not cached: degrees grow with every write, and a long-lived walker must answer exactly as
-        # a freshly loaded one would.
-        return math.log1p(self.graph.degree(node_id))
+    def _holds(self, entity_id: str) -> bool:
+        return entity_id in self.graph and self.graph.node(entity_id).type == "entity"
 
-    def _neighbours(
-        self, node_id: str, policy: frozenset[str], blocked: dict[str, str]
-    ) -> list[tuple[EdgeRecord, str, bool]]:
-        out: list[tuple[EdgeRecord, str, bool]] = []
-        for edge in self.graph.out_edges(node_id, policy, live_only=False):
-            if self._usable(edge, edge.dst, blocked):
-                out.append((edge, edge.dst, True))
-        for edge in self.graph.in_edges(node_id, policy, live_only=False):
-            if self.graph.node(edge.src).type in _REVERSE_INTO and self._usable(edge, edge.src, blocked):
-                out.append((edge, edge.src, False))
-        return out
+    def _unresolved(self, resolved: list[str], dropped: list[ResolutionRecord]) -> DeadEnd:
+        if resolved:
+            names = ", ".join(f"'{self.resolver.canonical.get(s, s)}'" for s in resolved)
+            return DeadEnd("entity_unresolved", f"mentions resolved to {names}, which this graph does not hold")
+        tried = ", ".join(f"'{r.mention}'" for r in dropped) or "nothing"
+        return DeadEnd("entity_unresolved", f"no mention resolved to a canonical entity: {tried}")
 
-    def _usable(self, edge: EdgeRecord, other: str, blocked: dict[str, str]) -> bool:
-        node = self.graph.node(other)
-        if node.live and edge.live:
-            return True
-        if node.type in ANSWER_TYPES:
-            why = "pruned" if node.pruned else "invalidated"
-            blocked.setdefault(other, f"{node.type} '{node.label}' ({why})")
-        return False
+    def _entity_words(self) -> dict[str, list[str]]:
+        stamp = (id(self.graph), len(self.graph.nodes), len(self.graph.edges))
+        if self._words is None or self._words[0] != stamp:
+            self._words = (stamp, entity_words(self.graph))
+        return self._words[1]
 
-    def _why_no_candidate(self, seeds: list[str], reached: dict[str, _Entry], blocked: dict[str, str]) -> DeadEnd:
-        labels = ", ".join(f"'{self.graph.node(s).label}'" for s in seeds)
-        if blocked:
-            first = next(iter(blocked.values()))
-            return DeadEnd(
-                "pruned_too_early",
-                f"from {labels} the walk needed {first}, which is no longer walkable ({len(blocked)} such node(s))",
-            )
-        if set(reached) <= set(seeds):
-            return DeadEnd("no_typed_edge", f"no live edge of the policy's types leaves {labels}")
-        kinds = Counter(self.graph.node(n).type for n in reached)
-        found = ", ".join(f"{n} {t}" for t, n in sorted(kinds.items()))
-        return DeadEnd("wrong_node_type", f"from {labels} the walk reached only {found}; none is a claim or decision")
-
-    def _best(
+    def _ambiguous(
         self,
-        candidates: list[str],
-        reached: dict[str, _Entry],
-        closeness: dict[str, float],
-        question_stems: list[str],
-        question_vector: array[int] | None,
-        causal: bool,
-    ) -> tuple[str, float]:
-        wanted = set(question_stems)
-        # The residual is a few words, so its vector is sparse: a dot product over its non-zero
-        # components is exact and an order of magnitude cheaper than over every dimension.
-        sparse = [] if question_vector is None else [(i, v) for i, v in enumerate(question_vector) if v]
-        scored = []
-        for node_id in candidates:
-            node = self.graph.node(node_id)
-            similarity = 0.0
-            if sparse and node.embedding:
-                vector = self._vector(node_id, node.embedding)
-                if len(vector) == len(question_vector or ()):
-                    similarity = max(0.0, sum(v * vector[i] for i, v in sparse) / _UNIT)
-            overlap = len(wanted & self._stems(node_id, node.label)) / len(wanted) if wanted else 0.0
-            entry = reached[node_id]
-            score = 0.45 * similarity + 0.55 * overlap + _CLOSENESS * closeness[node_id]
-            if causal and _CAUSAL.search(node.label):
-                score += _CAUSAL_BONUS
-            scored.append((-score, entry.hops, self.graph.seq(node_id), node_id, score))
-        scored.sort()
-        return scored[0][3], scored[0][4]
+        walk: Walk,
+        ambiguous: list[tuple[str, list[str]]],
+        seeds: list[str],
+        terms: tuple[str, ...],
+        intent: Intent,
+        policy: frozenset[str],
+    ) -> Walk:
+        """Try each reading of the first ambiguous acronym; answer only when the context settles it."""
+        surface, meanings = ambiguous[0]
+        fixed = [s for s in seeds if s not in meanings]
+        readings = []
+        for meaning in meanings:
+            trial = Walk(walk.question, walk.mentions)
+            live = [s for s in [*fixed, meaning] if self.graph.is_live(s)]
+            if live:
+                self._settle(trial, live, True, terms, intent, policy)
+            readings.append((trial.confidence if trial.dead_end is None else 0.0, trial))
+        ranked = sorted(range(len(readings)), key=lambda i: (-readings[i][0], i))
+        best, runner_up = readings[ranked[0]], readings[ranked[1]]
+        if best[1].dead_end is None and best[0] - runner_up[0] >= READING_MARGIN and self._context(best[1], terms):
+            return best[1]
+        names = " or ".join(f"'{self.resolver.canonical.get(m, m)}'" for m in meanings)
+        walk.dead_end = DeadEnd(
+            "entity_unresolved",
+            f"'{surface}' could mean {names}; the question does not say which",
+            candidates=tuple(self.resolver.canonical.get(m, m) for m in meanings),
+        )
+        return walk
 
-    def _stems(self, node_id: str, label: str) -> frozenset[str]:
-        cached = self._label_stems.get(node_id)
-        if cached is None or cached[0] != label:
-            cached = (label, frozenset(content_stems(label)))
-            self._label_stems[node_id] = cached
-        return cached[1]
+    def _context(self, walk: Walk, terms: tuple[str, ...]) -> bool:
+        """True when the answer (or the node it was reached across from) holds two or more of the question's words.
 
-    def _vector(self, node_id: str, embedding: str) -> array[int]:
-        # Decoded once per node and kept: an answer's candidates are scored on every walk.
-        cached = self._vectors.get(node_id)
-        if cached is None or cached[0] != embedding:
-            cached = (embedding, vectors.decode(embedding))
-            self._vectors[node_id] = cached
-        return cached[1]
+        One word is too little context to choose what an acronym means: "capacity" fits any plant.
+        """
+        index = self._answer_index()
+        near = [step.node_id for step in walk.path[-2:] if step.node_type in ANSWER_TYPES | {"assumption"}]
+        return max((index.matched(n, terms) for n in near), default=0) >= _CONTEXT_WORDS
 
-    def _steps(self, entry: _Entry) -> list[Step]:
-        trail = entry.trail
-        steps = [self._step(entry.node_id if not trail else self._origin(trail))]
-        for edge_id, node_id, forward in trail:
+    def _settle(
+        self,
+        walk: Walk,
+        seeds: list[str],
+        named: bool,
+        terms: tuple[str, ...],
+        intent: Intent,
+        policy: frozenset[str],
+        tried: str = "",
+    ) -> None:
+        """Search from ``seeds``, rank what was reached, and answer or dead-end on ``walk``."""
+        found = reach(
+            self.graph,
+            seeds,
+            policy,
+            intent.edges,
+            hop_budget=self.settings.hop_budget,
+            max_expand=self.settings.max_expand,
+        )
+        answer_types = frozenset(ANSWER_TYPES | ({"assumption"} if intent.node_type == "assumption" else set()))
+        index = self._answer_index()
+        ranked = rank(
+            self.graph,
+            index,
+            found.reached,
+            terms=terms,
+            seeds=len(seeds) if named else 0,
+            intent=intent,
+            answer_types=answer_types,
+            weights=self.weights,
+        )
+        verdict: Verdict | None = None
+        best = ranked[0] if ranked and ranked[0].fallen is None else None
+        strict = [e for e in intent.edges if e in STRICT_RELATIONS]
+        if not ranked:
+            verdict = no_candidate(self.graph, seeds, found.reached, found.blocked)
+        elif strict:
+            # The question asks across a relation: only an answer across it will do.
+            best = next((c for c in ranked if c.fallen is None and c.crossed), None)
+            if best is None or not sure(best.confidence):
+                verdict = no_relation(self.graph, strict, ranked)
+        if verdict is None and (best is None or not sure(best.confidence)):
+            verdict = doubt(
+                self.graph, index, ranked, found, named=named, terms=terms, tried=tried, answer_types=answer_types
+            )
+        if verdict is not None:
+            walk.dead_end = DeadEnd(verdict[0], verdict[1], rejected=verdict[2])
+            return
+        assert best is not None
+        self._fill(walk, best)
+
+    def _fill(self, walk: Walk, best: Candidate) -> None:
+        walk.answer_id = best.node_id
+        walk.answer = self.graph.node(best.node_id).label
+        walk.score = round(best.score, 4)
+        walk.confidence = round(best.confidence, 4)
+        walk.path = self._steps(best.node_id, best.trail)
+        walk.justification = self._justify(best.node_id)
+        walk.notes = live_contradictions(self.graph, best.node_id)
+        walk.tokens = sum(estimate_tokens(step.label) for step in walk.path)
+
+    def _steps(self, node_id: str, trail: Trail) -> list[Step]:
+        steps = [self._step(node_id if not trail else self._origin(trail))]
+        for edge_id, step_id, forward in trail:
             edge = self.graph.edge(edge_id)
-            steps.append(self._step(node_id, edge.type, edge_id, forward))
+            steps.append(self._step(step_id, edge.type, edge_id, forward))
         return steps
 
-    def _origin(self, trail: tuple[tuple[str, str, bool], ...]) -> str:
+    def _origin(self, trail: Trail) -> str:
         edge_id, _, forward = trail[0]
         edge = self.graph.edge(edge_id)
         return edge.src if forward else edge.dst

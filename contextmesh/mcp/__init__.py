@@ -2,10 +2,10 @@
 
 Modules, none importing the MCP SDK except the last:
 
-* :mod:`~contextmesh.mcp.tools` — the seven read tools over a :class:`~contextmesh.session.session.Session`
+* :mod:`~contextmesh.mcp.read_tools` — the seven read tools over a :class:`~contextmesh.session.session.Session`
   (``mesh_ask``, ``mesh_get_node``, ``mesh_health``, ``mesh_lineage``, ``mesh_blast_radius``,
   ``mesh_explain_as_of``, ``mesh_reconstruct_decision``) and their typed results;
-* :mod:`~contextmesh.mcp.writes` — the four controlled writes (``mesh_submit_evidence``,
+* :mod:`~contextmesh.mcp.write_tools` — the four controlled writes (``mesh_submit_evidence``,
   ``mesh_recheck``, ``mesh_repair``, ``mesh_resume``), each committed through a lossless clone;
 * :mod:`~contextmesh.mcp.write_dispatch` — the :class:`~contextmesh.mcp.write_dispatch.Dispatcher` hook through
   which a Prefect deployment takes over ``mesh_recheck`` and ``mesh_resume``, and its cached probe;
@@ -20,5 +20,5 @@ Modules, none importing the MCP SDK except the last:
 * :mod:`~contextmesh.mcp.log_lines` — one clipped log line per record, never a traceback;
 * :mod:`~contextmesh.mcp.server` — ``contextmesh-mcp``: the only module that imports the MCP SDK.
 
-This ``__init__`` imports nothing, so ``import contextmesh.mcp.tools`` never pulls in the SDK.
+This ``__init__`` imports nothing, so ``import contextmesh.mcp.read_tools`` never pulls in the SDK.
 """

@@ -104,10 +104,11 @@ def open_served(
     """The served session the arguments name (``--demo`` or ``--session``)."""
     if args.demo:
         from contextmesh.demo.knowledge import build_world  # noqa: PLC0415 - only --demo pays for the build
+        from contextmesh.demo.saved import DEMO_CORPUS  # noqa: PLC0415
 
         rounds = 8 if args.rounds is None else args.rounds
         world = build_world(rounds)
-        session = Session(world.graph, world.result.resolver, walk_rounds=world.walk_rounds, corpus="contextmesh.demo")
+        session = Session(world.graph, world.result.resolver, walk_rounds=world.walk_rounds, corpus=DEMO_CORPUS)
         session.walker.walks = list(world.walker.walks)
         return ServedSession(session, ephemeral=True, source=f"the bundled demo corpus ({rounds} walk rounds)")
     directory: Path = args.session

@@ -2,14 +2,15 @@
 
 :class:`PrefectDispatcher` is the :class:`~contextmesh.mcp.write_dispatch.Dispatcher` the MCP launcher
 (``deployments/serve_mcp.py``) passes when ``deployments/serve.py`` serves the session (its served
-record, :mod:`contextmesh.orchestration.served_record`). A call starts the recheck deployment, or the plan
-deployment in resume mode (:mod:`contextmesh.orchestration.deployed`), and waits a bounded time:
+record, :mod:`contextmesh.orchestration.served_record`; :func:`dispatcher_for` asks
+:func:`~contextmesh.orchestration.write_target.served_target`, the rule the CLI follows too). A call
+starts the recheck deployment, or the plan deployment in resume mode
+(:mod:`contextmesh.orchestration.deployed`), and waits a bounded time:
 
-* the run finished ``Completed``: the report is read back from what the run **committed** — the
-  flow run's own result is not persisted. The run names itself ``<plan> · round <n>`` (``· recheck``)
-  after its commit, and the round's ledger entries say the rest: executed, cached, blocked, failed,
-  the disproofs with their receipts, what fell. A recheck's quiet audits are the grounds stamped
-  ``checked_round = n``. Task states come from the session as the run left it;
+* the run finished ``Completed``: the result is the run's **own report**, the artifact it published
+  after its commit (:mod:`contextmesh.orchestration.run_report`, ADR 0008) — the engine's
+  ``RecheckReport`` or ``RoundReport``, the generation it committed and the ledger head after it,
+  turned into the tool's result exactly as the in-process write turns its report;
 * the run is still going when the wait ends: the report of the session as it stands (nothing new
   committed) with the flow run's id, UI address and state, ``completed`` false;
 * the run ended ``Failed``, ``Crashed`` or ``Cancelled``: an error naming the state, its message
@@ -28,33 +29,44 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from contextmesh.core.errors import ContextMeshError, ExecutionError
-from contextmesh.execution.plan import TaskState
-from contextmesh.formats.run_ledger import LedgerEntry
-from contextmesh.mcp.models import FlowRunOut, InvalidationOut, RecheckResult, ResumeResult
+from contextmesh.execution.plan import RecheckReport, RoundReport
+from contextmesh.mcp.models import FlowRunOut, RecheckResult, ResumeResult, result_of
 from contextmesh.mcp.write_dispatch import DEFAULT_PROBE_TTL, ProbeCache
 from contextmesh.orchestration import deployed
 from contextmesh.orchestration.deployment_calls import DEFAULT_WAIT, PROBE_TIMEOUT, DeploymentCalls, round_of
+from contextmesh.orchestration.run_report import RunReport
 from contextmesh.orchestration.served_record import ServedRecord
+from contextmesh.orchestration.write_target import served_target
+from contextmesh.session.plan_check import plan_of
 from contextmesh.session.session import Session
 
 if TYPE_CHECKING:
     from contextmesh.execution.plan import Plan
 
-__all__ = ["DEFAULT_WAIT", "PROBE_TIMEOUT", "PrefectDispatcher", "round_of"]
+__all__ = ["DEFAULT_WAIT", "PROBE_TIMEOUT", "PrefectDispatcher", "dispatcher_for", "round_of"]
 
-_RECEIPT_FIELDS = (
-    "blast_radius",
-    "invalidated",
-    "invalidated_edges",
-    "preserved_count",
-    "preserved",
-    "preserved_digest",
-    "replacement_id",
-)
 T = TypeVar("T")
+
+
+def dispatcher_for(
+    session_dir: Path, *, wait: float | None = None, home: Path | None = None
+) -> PrefectDispatcher | None:
+    """The dispatcher to ``serve.py``'s deployments when it serves ``session_dir``, else None (in-process).
+
+    The served record is looked up once, here; whether its API answers is the dispatcher's own
+    probe, before every call. A directory that is not a session with a plan gets None: the MCP
+    server loading it says what is wrong with it.
+    """
+    try:
+        record = served_target(session_dir, "auto", check_api=False, home=home)
+    except (ContextMeshError, OSError):
+        return None
+    if record is None:
+        return None
+    return PrefectDispatcher(record, wait=wait or DEFAULT_WAIT, home=home)
 
 
 class PrefectDispatcher:
@@ -110,20 +122,12 @@ class PrefectDispatcher:
         )
         flow_run = _flow_run(done)
         if not done.finished:
-            return RecheckResult(
-                round=runner.round,
-                audited=[],
-                audit_errors={},
-                failed={},
-                stale=[],
-                invalidations=[],
-                ledger_head=runner.ledger.head,
-                generation=session.generation,
-                committed=False,
-                flow_run=flow_run,
+            return result_of(
+                RecheckResult, RecheckReport(runner.round), **_as_it_stands(session, flow_run), committed=False
             )
-        after, round_, entries = self._committed(session, done)
-        return _recheck_report(after, round_, entries, flow_run)
+        run = self._reported(done, RecheckReport)
+        # A recheck flow run that completed committed its round.
+        return result_of(RecheckResult, run.report, **_as_run_left_it(run, flow_run), committed=True)
 
     def resume(self, session: Session) -> ResumeResult:
         """Start (or find) the resume of the session's ledger head, wait, and report its round."""
@@ -135,28 +139,15 @@ class PrefectDispatcher:
         )
         flow_run = _flow_run(done)
         if not done.finished:
-            return ResumeResult(
-                round=runner.round,
-                layers=[],
-                executed=[],
-                cached=[],
-                blocked={},
-                failed={},
-                stale=[],
-                invalidations=[],
-                changed=False,
-                ledger_head=runner.ledger.head,
-                generation=session.generation,
-                flow_run=flow_run,
-            )
-        after, round_, entries = self._committed(session, done)
-        return _resume_report(after, round_, entries, flow_run, changed=after.generation > session.generation)
+            return result_of(ResumeResult, RoundReport(runner.round), **_as_it_stands(session, flow_run), changed=False)
+        run = self._reported(done, RoundReport)
+        changed = run.generation > session.generation
+        return result_of(ResumeResult, run.report, **_as_run_left_it(run, flow_run), changed=changed)
 
     # -- the steps ------------------------------------------------------------------------------------
 
     def _usable(self, session: Session, tool: str) -> Plan:
-        if session.runner is None:
-            raise ExecutionError(f"{session.directory} holds no execution plan; {tool} has nothing to run")
+        runner = plan_of(session, f"{tool} has nothing to run")
         if session.directory is None or Path(session.directory).resolve() != Path(self.record.session_dir).resolve():
             raise ExecutionError(
                 f"{tool}: the deployments serve {self.record.session_dir}, not {session.directory}; nothing was started"
@@ -167,7 +158,7 @@ class PrefectDispatcher:
                 "the deployments missing); nothing was started and nothing runs in this process instead — "
                 "start `python deployments/serve.py --session DIR` and try again"
             )
-        return session.runner
+        return runner
 
     def _dispatch(self, what: str, deployment: str, start: Callable[[], T]) -> T:
         try:
@@ -180,114 +171,36 @@ class PrefectDispatcher:
                 f"{type(exc).__name__}: {exc}"
             ) from None
 
-    def _committed(self, session: Session, done: deployed.Dispatched) -> tuple[Session, int, list[LedgerEntry]]:
-        """The session as the finished run left it, the round it committed, and that round's entries."""
+    def _reported(self, done: deployed.Dispatched, kind: type[RoundReport] | type[RecheckReport]) -> RunReport:
+        """The report the finished run published; a run that did not complete committed nothing."""
         if done.state != "COMPLETED":
             raise ExecutionError(
                 f"the flow run ended {done.state_name}: {done.message or 'no message'}; it committed nothing "
                 f"({done.url})"
             )
-        assert session.directory is not None  # _usable checked it
-        after = Session.load(Path(session.directory), registry=session.registry, flat=session.flat, policy="never")
-        assert after.runner is not None
-        name = self._dispatch("report", done.deployment, lambda: self.calls.flow_run_name(done.flow_run_id))
-        round_ = round_of(name)
-        if round_ is None:  # named otherwise (not by our flows): the newest round on record
-            round_ = after.runner.ledger.entries[-1].round if len(after.runner.ledger) else after.runner.round
-        return after, round_, [e for e in after.runner.ledger.entries if e.round == round_]
-
-
-# -- reports from what a round committed ---------------------------------------------------------------
+        run = self._dispatch("report", done.deployment, lambda: self.calls.report(done.flow_run_id, url=done.url))
+        if not isinstance(run.report, kind):
+            raise ExecutionError(
+                f"flow run {done.flow_run_id} published a {run.kind} report, not the {kind.__name__} of the "
+                f"{done.deployment} run it was started as ({done.url})"
+            )
+        return run
 
 
 def _flow_run(done: deployed.Dispatched) -> FlowRunOut:
     return FlowRunOut(id=done.flow_run_id, url=done.url, state=done.state_name, completed=done.finished)
 
 
-def _invalidation(receipt: dict[str, Any]) -> InvalidationOut:
-    ground = receipt["ground"]
-    return InvalidationOut.model_validate(
-        {
-            "assumption_id": ground["assumption_id"],
-            "statement": ground["statement"],
-            "evidence_id": receipt["evidence_id"],
-            **{name: receipt[name] for name in _RECEIPT_FIELDS},
-        }
-    )
-
-
-def _in_order(runner: Plan, names: set[str]) -> list[str]:
-    return [name for name in runner.tasks if name in names]
-
-
-def _fallen(runner: Plan, entries: list[LedgerEntry]) -> list[str]:
-    """What a round's disproofs made stale: each disproved task, then what fell with it, in plan order."""
-    disproved = [e.task for e in entries if e.event == "disproved" and e.task is not None]
-    fell = {e.task for e in entries if e.event == "invalidated" and e.task is not None}
-    fell |= {e.task for e in entries if e.event == "blocked" and e.run is not None and e.task is not None}
-    stale = list(dict.fromkeys(disproved))
-    stale += [name for name in _in_order(runner, fell) if name not in stale]
-    return [name for name in stale if runner.tasks[name].state is TaskState.STALE]
-
-
-def _head_of(runner: Plan, entries: list[LedgerEntry]) -> str | None:
-    return entries[-1].digest if entries else runner.ledger.head
-
-
-def _recheck_report(after: Session, round_: int, entries: list[LedgerEntry], flow_run: FlowRunOut) -> RecheckResult:
-    runner = after.runner
-    assert runner is not None
-    graph = after.graph
-    quiet = {
-        name
-        for name, task in runner.tasks.items()
-        if task.assumption_id in graph.nodes and graph.node(task.assumption_id).attrs.get("checked_round") == round_
+def _as_it_stands(session: Session, flow_run: FlowRunOut) -> dict[str, object]:
+    """The context of a run still going: nothing new committed, the session as this process holds it."""
+    runner = session.runner
+    return {
+        "ledger_head": None if runner is None else runner.ledger.head,
+        "generation": session.generation,
+        "flow_run": flow_run,
     }
-    judged = {e.task for e in entries if e.event in {"disproved", "failed"} and e.task is not None}
-    return RecheckResult(
-        round=round_,
-        audited=_in_order(runner, quiet | judged),
-        audit_errors={e.task: e.detail for e in entries if e.event == "audit_error" and e.task is not None},
-        failed={e.task: e.detail for e in entries if e.event == "failed" and e.task is not None},
-        stale=_fallen(runner, entries),
-        invalidations=[_invalidation(e.receipt) for e in entries if e.event == "disproved" and e.receipt],
-        ledger_head=_head_of(runner, entries),
-        generation=after.generation,
-        committed=True,  # a recheck flow run that completed committed its round
-        flow_run=flow_run,
-    )
 
 
-def _layers(runner: Plan, ran: list[str]) -> list[list[str]]:
-    """The layers a round ran in: a task runs one layer after the latest of its needs that ran too."""
-    depth: dict[str, int] = {}
-    for name in runner.tasks:  # declaration order: needs are declared first
-        if name in ran:
-            depth[name] = 1 + max((depth[n] for n in runner.tasks[name].needs if n in depth), default=-1)
-    return [[n for n in runner.tasks if depth.get(n) == level] for level in range(max(depth.values(), default=-1) + 1)]
-
-
-def _resume_report(
-    after: Session, round_: int, entries: list[LedgerEntry], flow_run: FlowRunOut, *, changed: bool
-) -> ResumeResult:
-    runner = after.runner
-    assert runner is not None
-    executed = [e.task for e in entries if e.event == "executed" and e.task is not None]
-    failed = {e.task: e.detail for e in entries if e.event == "failed" and e.task is not None}
-    stale = _fallen(runner, entries)
-    ran = set(executed) | set(failed) | {e.task for e in entries if e.event == "disproved" and e.task is not None}
-    ran |= {e.task for e in entries if e.event == "blocked" and e.run is not None and e.task is not None}
-    return ResumeResult(
-        round=round_,
-        layers=_layers(runner, _in_order(runner, ran)),
-        executed=executed,
-        cached=[e.task for e in entries if e.event == "cached" and e.task is not None],
-        blocked={e.task: e.detail for e in entries if e.event == "blocked" and e.run is None and e.task is not None},
-        failed=failed,
-        stale=stale,
-        invalidations=[_invalidation(e.receipt) for e in entries if e.event == "disproved" and e.receipt],
-        changed=changed,
-        ledger_head=_head_of(runner, entries),
-        generation=after.generation,
-        flow_run=flow_run,
-    )
+def _as_run_left_it(run: RunReport, flow_run: FlowRunOut) -> dict[str, object]:
+    """The context of a finished run: the generation it committed and the ledger head after it."""
+    return {"ledger_head": run.ledger_head, "generation": run.generation, "flow_run": flow_run}

@@ -7,9 +7,14 @@ published schema fail loudly in the tests instead of leaking an undocumented key
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, WithJsonSchema
+
+if TYPE_CHECKING:
+    from contextmesh.belief.invalidation import InvalidationReport
+    from contextmesh.execution.plan import RecheckReport, RoundReport
 
 __all__ = [
     "AnyJson",
@@ -36,6 +41,7 @@ __all__ = [
     "StepOut",
     "SubmitResult",
     "WalkOut",
+    "result_of",
 ]
 
 
@@ -68,6 +74,8 @@ class DeadEndOut(_Out):
 
     reason: Literal["entity_unresolved", "no_typed_edge", "wrong_node_type", "pruned_too_early"]
     detail: str
+    rejected: str | None = Field(description="the label of the best candidate the walk turned down, if any")
+    candidates: list[str] = Field(description="what an ambiguous mention could mean (empty otherwise)")
 
 
 class WalkOut(_Out):
@@ -79,6 +87,8 @@ class WalkOut(_Out):
     answer: str | None
     hops: int
     score: float
+    confidence: float = Field(description="the share of the question the answer carries (0 for a dead end)")
+    notes: list[str] = Field(description="live contradictions of the answer")
     tokens: int
     flat_tokens: int = Field(description="tokens flat top-k retrieval would send; 0 when not computed")
     path: list[StepOut]
@@ -287,6 +297,11 @@ class InvalidationOut(_Out):
     preserved_digest: str
     replacement_id: str | None
 
+    @classmethod
+    def receipts(cls, reports: Sequence[InvalidationReport]) -> list[InvalidationOut]:
+        """The receipts of an engine report's invalidations."""
+        return [cls.model_validate(report.to_dict()) for report in reports]
+
 
 class FlowRunOut(_Out):
     """A flow run a deployment started for this call (absent for in-process work)."""
@@ -341,3 +356,16 @@ class ResumeResult(_Out):
     ledger_head: str | None
     generation: int
     flow_run: FlowRunOut | None = None
+
+
+_Result = TypeVar("_Result", RecheckResult, ResumeResult)
+
+
+def result_of(model: type[_Result], report: RoundReport | RecheckReport, **context: Any) -> _Result:
+    """A recheck's or a round's tool result: the report's own fields, its receipts, and ``context``
+    (the ledger head, the generation, … — what the report cannot know), for in-process work and a
+    flow run's report alike."""
+    own = {
+        name: getattr(report, name) for name in model.model_fields if name != "invalidations" and hasattr(report, name)
+    }
+    return model(**own, invalidations=InvalidationOut.receipts(report.invalidations), **context)

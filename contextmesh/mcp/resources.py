@@ -15,14 +15,14 @@ from typing import Any
 
 from contextmesh.core.canonical import file_bytes
 from contextmesh.core.ontology import graph_md_path
-from contextmesh.mcp.served_session import ServedSession
-from contextmesh.mcp.tools import (
+from contextmesh.mcp.read_tools import (
     assumption_out,
     mesh_blast_radius,
     mesh_health,
     mesh_lineage,
     node_view,
 )
+from contextmesh.mcp.served_session import ServedSession
 
 __all__ = [
     "RESOURCES",

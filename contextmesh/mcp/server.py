@@ -74,12 +74,12 @@ from contextmesh.mcp.quoting import (
     unknown_arguments,
     unknown_tool,
 )
+from contextmesh.mcp.read_tools import READ_TOOLS, MeshToolError, ToolSpec
 from contextmesh.mcp.resources import RESOURCES, TEMPLATES, assumption_json, node_json
 from contextmesh.mcp.served_session import ServedSession
 from contextmesh.mcp.stdio_guard import CheckedLines, Wire, claim_stdin
-from contextmesh.mcp.tools import READ_TOOLS, MeshToolError, ToolSpec
 from contextmesh.mcp.write_dispatch import Dispatcher
-from contextmesh.mcp.writes import WRITE_TOOLS
+from contextmesh.mcp.write_tools import WRITE_TOOLS
 
 __all__ = [
     "DEFAULT_PORT",

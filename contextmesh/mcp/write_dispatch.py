@@ -1,10 +1,12 @@
 """Where ``mesh_recheck`` and ``mesh_resume`` run: in this process, or on a deployment.
 
 Without a dispatcher the server runs both in-process, each committed through a lossless clone
-(:mod:`contextmesh.mcp.writes`). A launcher that serves a session beside a Prefect deployment
-passes a :class:`Dispatcher` instead (``main(argv, registry=…, dispatcher=…)``); the orchestration
-layer provides one that starts the recheck or resume flow run, waits a bounded time and returns
-the report — or, if the run is still going, its id, URL and state. The run commits to the session
+(:mod:`contextmesh.mcp.write_tools`). A launcher that serves a session beside a Prefect deployment
+passes a :class:`Dispatcher` instead (``main(argv, registry=…, dispatcher=…)``):
+:func:`contextmesh.mcp.deployment_dispatcher.dispatcher_for` gives one when the rule the CLI follows
+too (:func:`contextmesh.orchestration.write_target.served_target`) finds served deployments. It
+starts the recheck or resume flow run, waits a bounded time and returns the run's own report — or,
+if the run is still going, its id, URL and state. The run commits to the session
 directory itself; the served session sees the new generation on the next request (one ``stat``).
 
 A dispatcher never falls back to in-process execution: if its API or deployment is not

@@ -9,8 +9,9 @@ The only package of the engine that imports ``prefect``; nothing in ``contextmes
 * :mod:`contextmesh.orchestration.prefect_executor` — :class:`PrefectExecutor`;
 * :mod:`contextmesh.orchestration.flow_bodies` — ``make_plan_flow(registry)``, ``make_recheck_flow(registry)``;
 * :mod:`contextmesh.orchestration.announce` — the disproof event, its receipt artifact and the outbox;
-* :mod:`contextmesh.orchestration.walkthrough` — the execute demo with every round a flow run;
-* :mod:`contextmesh.orchestration.commands` — the calls behind ``contextmesh execute`` (on Prefect)
+* :mod:`contextmesh.orchestration.flow_steps` — a session's plan worked step by step, each round and
+  recheck a flow run (:class:`FlowRunSteps`; the command line runs the demo's walk-through on it);
+* :mod:`contextmesh.orchestration.commands` — a Prefect API for one command (``prefect_for_command``)
   and ``contextmesh server start|status|stop``.
 
 This ``__init__`` imports nothing, so ``settings`` and ``server`` can run before Prefect is imported.

@@ -2,22 +2,22 @@
 
 The CLI stays thin: it parses, makes one of these calls and renders. Both set Prefect's environment
 before Prefect is imported (:func:`~contextmesh.orchestration.settings.prepare_environment`), so
-this module imports Prefect only inside the functions.
+this module imports Prefect only inside the functions, and a caller imports the modules that need
+Prefect (:mod:`~contextmesh.orchestration.flow_steps`) inside :func:`prefect_for_command`'s block.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 from contextmesh.orchestration import local_server as server
 from contextmesh.orchestration.deployed import require_api
 from contextmesh.orchestration.settings import prepare_environment
 
-if TYPE_CHECKING:
-    from contextmesh.orchestration.walkthrough import PrefectWalkthrough
-
-__all__ = ["execute_on_prefect", "server_command"]
+__all__ = ["prefect_for_command", "server_command"]
 
 Action = Literal["start", "status", "stop"]
 
@@ -41,22 +41,17 @@ def server_command(
     return {"home": str(root), "stopped": stopped}, ("stopped" if stopped else "no managed server was running")
 
 
-def execute_on_prefect(
-    session_dir: Path | None, feed: Path | None = None, *, threads: int = 4, home: Path | None = None
-) -> tuple[PrefectWalkthrough, str]:
-    """The execute walk-through with every round a flow run; returns it and a note for stderr.
+@contextmanager
+def prefect_for_command(home: Path | None = None) -> Iterator[server.ServerHandle]:
+    """A Prefect API for one command's flow runs; the handle's ``note`` is a line for stderr.
 
-    Uses ``PREFECT_API_URL`` when one is configured, else the managed server (started for this
-    command and stopped after its runs are recorded, unless it was already running).
+    Uses ``PREFECT_API_URL`` when one is configured (refused at once, before any flow is built, if
+    it does not answer), else the managed server, started for this command and stopped after the
+    runs given to ``handle.record`` are recorded, unless it was already running.
     """
     prepare_environment()
     configured = server.configured_api_url()
     if configured:
-        require_api(configured)  # an unreachable API is refused before any flow is built
-    from contextmesh.orchestration.walkthrough import run_walkthrough_on_prefect  # noqa: PLC0415 - after the env
-
+        require_api(configured)
     with server.ensure_server(home) as handle:
-        walk = run_walkthrough_on_prefect(session_dir, feed, max_workers=threads)
-        for round_, flow_run_id in walk.flow_runs.items():
-            handle.record(flow_run_id, walk.task_runs.get(round_, 0))
-    return walk, handle.note
+        yield handle

@@ -4,19 +4,20 @@
 needs from Prefect for one served session (its served record,
 :mod:`contextmesh.orchestration.served_record`): a probe (``serve.py`` alive for this directory, the
 API's ``/health``, both deployments present), the recheck and resume starts of
-:mod:`contextmesh.orchestration.deployed`, and the name a finished flow run gave itself. Prefect is
+:mod:`contextmesh.orchestration.deployed`, and the report a finished flow run published
+(:mod:`contextmesh.orchestration.run_report`). Prefect is
 imported only inside these calls, so a launcher that never dispatches never pays for it.
 """
 
 from __future__ import annotations
 
 import re
-import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 from contextmesh.orchestration import deployed
+from contextmesh.orchestration.run_report import RunReport, read_report
 from contextmesh.orchestration.served_record import ServedRecord, find
 from contextmesh.orchestration.settings import client_settings
 from contextmesh.session.session import Session
@@ -29,7 +30,10 @@ _ROUND = re.compile(r" · round (\d+)(?: · recheck)?$")
 
 
 def round_of(flow_run_name: str) -> int | None:
-    """The round a plan or recheck flow run names itself after its commit (``<plan> · round <n>``)."""
+    """The round a plan or recheck flow run names itself after its commit (``<plan> · round <n>``).
+
+    What a person reads in the UI; a program reads the round from the run's report instead.
+    """
     found = _ROUND.search(flow_run_name)
     return int(found.group(1)) if found else None
 
@@ -76,9 +80,7 @@ class DeploymentCalls:
         """Start (or find) the resume of ``session``'s ledger head and wait up to ``wait`` seconds."""
         return deployed.dispatch_resume(self.record, session, feed=feed, wait=wait, origin="mcp")
 
-    def flow_run_name(self, flow_run_id: str) -> str:
-        """The name a flow run carries now (a round renames itself after its commit)."""
-        from prefect.client.orchestration import get_client  # noqa: PLC0415
-
-        with self._on(), get_client(sync_client=True) as client:
-            return str(client.read_flow_run(uuid.UUID(flow_run_id)).name)
+    def report(self, flow_run_id: str, *, url: str = "") -> RunReport:
+        """The report a finished plan or recheck flow run published (its artifact, ADR 0008)."""
+        with self._on():
+            return read_report(flow_run_id, url=url)

@@ -53,14 +53,16 @@ from prefect.futures import PrefectFuture, wait
 from prefect.runtime import flow_run as runtime_flow_run
 from prefect.task_runners import TaskRunner, ThreadPoolTaskRunner
 
-from contextmesh.belief.invalidation import InvalidationReport
 from contextmesh.core.errors import ContextMeshError, ExecutionError
 from contextmesh.execution.plan import Plan, RecheckReport, RoundReport
+from contextmesh.execution.report_codec import recheck_report_from_dict, round_report_from_dict, to_dict
 from contextmesh.execution.task_registry import TaskRegistry
 from contextmesh.orchestration.announce import Outbox
 from contextmesh.orchestration.prefect_executor import PrefectExecutor, cached_run, flow_run_id
 from contextmesh.orchestration.resume import ResumeTrigger
+from contextmesh.orchestration.run_report import RunReport, publish_report
 from contextmesh.orchestration.served_record import peek
+from contextmesh.session.plan_check import plan_of
 from contextmesh.session.session import Session
 
 __all__ = [
@@ -168,15 +170,12 @@ def session_slot(session_id: str) -> Iterator[None]:
 
 def _load(session_dir: str, registry: TaskRegistry) -> Session:
     session = Session.load(Path(session_dir), registry=registry)
-    if session.runner is None:
-        raise ExecutionError(f"{session_dir} holds no execution plan")
+    plan_of(session, where=session_dir)
     return session
 
 
 def _with(session: Session, executor: PrefectExecutor) -> Plan:
-    runner = session.runner
-    if runner is None:
-        raise ExecutionError(f"{session.directory} holds no execution plan")
+    runner = plan_of(session)
     runner.executor = executor  # a reload after a conflict builds a fresh runner: bind it again
     executor.tagged = len(runner.tasks) <= CACHED_RUNS_ALL_UP_TO
     return runner
@@ -247,7 +246,7 @@ def _round_table(runner: Plan, report: RoundReport, shown: set[str]) -> list[dic
 
 
 def _runner(max_workers: int) -> TaskRunner[PrefectFuture[Any]]:
-    # Bounded: Prefect's default pool is unbounded (prefect-notes pitfall 14).
+    # Bounded: without max_workers Prefect's pool allows sys.maxsize threads (docs/prefect-facts.md §4.1).
     return cast("TaskRunner[PrefectFuture[Any]]", ThreadPoolTaskRunner(max_workers=max_workers))
 
 
@@ -308,6 +307,33 @@ class _Writer:
         self.announced += _announce(self.session, self.outbox, self.session_dir, self.resume)[1]
         return runner
 
+    def result(self, report: RoundReport | RecheckReport) -> dict[str, Any]:
+        """The flow run's return value, its fields shared by every kind of round; the report published.
+
+        The report goes out as the run's report artifact (ADR 0008) before the run returns, so a
+        caller that sees the run ``Completed`` finds it there.
+        """
+        runner = self.runner
+        published = RunReport(report, self.session.generation, runner.ledger.head)
+        suffix = "" if published.kind == "round" else " · recheck"
+        run_id = flow_run_id()
+        publish_report(
+            published,
+            flow_run_id=run_id,
+            description=f"{runner.name} · round {report.round}{suffix}: the {published.kind} report (JSON)",
+        )
+        return {
+            "session_id": self.session_id,
+            "session_dir": self.session_dir,
+            "generation": self.session.generation,
+            "plan": runner.name,
+            "round": report.round,
+            "flow_run_id": run_id,
+            "task_runs": self.executor.task_runs,
+            "announced": self.announced,
+            "report": to_dict(report),
+        }
+
 
 @contextlib.contextmanager
 def _writing(session_dir: str, registry: TaskRegistry, suffix: str, resume: ResumeTrigger | None) -> Iterator[_Writer]:
@@ -344,27 +370,20 @@ def run_plan_round(
         shown = cached_shown(runner, report)
         wait(_cached_runs(runner, shown))
         held.committed(report.round)
-        announced = held.announced
     create_table_artifact(
         key=f"cm-round-{report.round}",
         table=_round_table(runner, report, set(shown)),
         description=_round_description(runner.name, report, mode, session_id),
     )
+    result = held.result(report)
     return {
-        "session_id": session_id,
-        "session_dir": session_dir,
-        "generation": session.generation,
-        "plan": runner.name,
-        "round": report.round,
+        **result,
         "mode": mode,
-        "flow_run_id": flow_run_id(),
         "executed": report.executed,
         "cached_runs": shown,
         "blocked": report.blocked,
         "failed": report.failed,
-        "task_runs": executor.task_runs + len(shown),
-        "announced": announced,
-        "report": dataclasses.asdict(report),
+        "task_runs": result["task_runs"] + len(shown),
     }
 
 
@@ -375,27 +394,14 @@ def run_recheck(session_dir: str, registry: TaskRegistry, *, resume: ResumeTrigg
     mode (:mod:`contextmesh.orchestration.resume`); the started runs are in ``resumes``.
     """
     with _writing(session_dir, registry, " · recheck", resume) as held:
-        executor, session, session_id, outbox = held.executor, held.session, held.session_id, held.outbox
+        executor = held.executor
 
         def one_recheck(s: Session) -> RecheckReport:
             return _with(s, executor).recheck()
 
-        report = session.apply(one_recheck, retries=2)
-        runner = held.committed(report.round, " · recheck")
-        announced = held.announced
-    return {
-        "session_id": session_id,
-        "session_dir": session_dir,
-        "generation": session.generation,
-        "plan": runner.name,
-        "round": report.round,
-        "flow_run_id": flow_run_id(),
-        "stale": report.stale,
-        "task_runs": executor.task_runs,
-        "announced": announced,
-        "resumes": list(outbox.resumes),
-        "report": dataclasses.asdict(report),
-    }
+        report = held.session.apply(one_recheck, retries=2)
+        held.committed(report.round, " · recheck")
+    return {**held.result(report), "stale": report.stale, "resumes": list(held.outbox.resumes)}
 
 
 def run_repair(
@@ -455,18 +461,6 @@ def make_recheck_flow(
     return recheck
 
 
-# -- reports back from plain data -------------------------------------------------------------------
-
-
-def _invalidations(data: list[dict[str, Any]]) -> list[InvalidationReport]:
-    return [InvalidationReport(**item) for item in data]
-
-
-def round_report_from(data: dict[str, Any]) -> RoundReport:
-    """A plan flow run's ``report`` back as a :class:`RoundReport`."""
-    return RoundReport(**{**data, "invalidations": _invalidations(data["invalidations"])})
-
-
-def recheck_report_from(data: dict[str, Any]) -> RecheckReport:
-    """A recheck flow run's ``report`` back as a :class:`RecheckReport`."""
-    return RecheckReport(**{**data, "invalidations": _invalidations(data["invalidations"])})
+# A flow run's ``report`` back as the engine's report: the codec's readers, under the names callers use.
+round_report_from = round_report_from_dict
+recheck_report_from = recheck_report_from_dict

@@ -119,7 +119,7 @@ def _evidence_views(data: list[dict[str, Any]]) -> tuple[EvidenceView, ...]:
 def _registration(registry: TaskRegistry, role: Role, key: str | None) -> Registration:
     if key is None:
         raise ExecutionError(f"no {role} key to resolve")
-    return registry.worker(key) if role == "worker" else registry.auditor(key)
+    return registry.lookup_worker(key) if role == "worker" else registry.lookup_auditor(key)
 
 
 def _work(registry: TaskRegistry, identity: dict[str, Any], inputs: dict[str, Any]) -> Any:

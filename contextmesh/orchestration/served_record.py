@@ -21,11 +21,13 @@ from typing import Any, TypeVar
 
 from contextmesh.core.canonical import file_bytes, loads
 from contextmesh.core.errors import ContextMeshError, ExecutionError, InputError
-from contextmesh.orchestration.local_server import contextmesh_home, process_alive
+from contextmesh.core.home import contextmesh_home
+from contextmesh.orchestration.server_process import process_alive
 from contextmesh.session.commit import latest_generation
 from contextmesh.session.files import MANIFEST_MAX_BYTES, read_regular
 from contextmesh.session.layout import manifest_name, parse_manifest
 from contextmesh.session.load import SessionFileError
+from contextmesh.session.plan_check import NoPlanError
 
 __all__ = ["FORMAT", "ServedError", "ServedRecord", "find", "forget", "path_for", "peek", "remember"]
 
@@ -171,7 +173,7 @@ def peek(session_dir: str) -> tuple[str, str, int]:
         name, lambda: parse_manifest(loads(read_regular(directory, name, limit=MANIFEST_MAX_BYTES)), generation)
     )
     if manifest.execution is None:
-        raise ExecutionError(f"{directory} holds no execution plan")
+        raise NoPlanError(directory)
     execution_name, size = manifest.execution.name, manifest.execution.bytes
     data = read_regular(directory, execution_name, limit=size)
     if len(data) != size:  # one byte past the recorded size is enough to know, so a huge file is not read

@@ -2,7 +2,7 @@
 
 Prefect reads its settings when it is imported and when a client is made: ``PREFECT_API_URL``
 written to ``os.environ`` after ``import prefect`` is ignored, and Prefect silently starts an
-ephemeral server instead (reference/prefect-notes.md §5). So settings reach Prefect one of three
+ephemeral server instead (docs/prefect-facts.md §2). So settings reach Prefect one of three
 ways, all defined here:
 
 * :func:`prepare_environment` — defaults written to ``os.environ`` before the first
@@ -96,7 +96,7 @@ def client_settings(api_url: str, *, heartbeat: bool = True) -> Iterator[None]:
     """Point this process's Prefect clients at ``api_url`` with the client defaults, for the block.
 
     ``heartbeat=False`` drops the flow-run heartbeat thread, whose join costs about a second at the
-    end of every synchronous flow run (prefect-notes §2); keep it for deployed runs, where it feeds
+    end of every synchronous flow run (docs/prefect-facts.md §3); keep it for deployed runs, where it feeds
     crashed-run detection, and drop it for interactive commands.
     """
     import prefect.settings as ps  # noqa: PLC0415 - Prefect is imported only by the code that needs it

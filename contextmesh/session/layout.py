@@ -31,12 +31,14 @@ __all__ = [
     "COMPANION_NAME",
     "LOCK_NAME",
     "MANIFEST",
+    "MAX_CORPUS_LABEL",
     "POINTER_NAME",
     "SESSION_SCHEMA",
     "SESSION_VERSION",
     "Companion",
     "Manifest",
     "companion_name",
+    "corpus_label_problem",
     "manifest_name",
     "parse_manifest",
 ]
@@ -49,6 +51,11 @@ MANIFEST = re.compile(r"^session-([0-9]{6})\.json$")
 COMPANIONS = ("graph", "telemetry", "resolver", "execution", "runledger")
 COMPANION_NAME = re.compile(r"^(graph|telemetry|resolver|execution|runledger)-([0-9a-f]{64})\.json$")
 _HEX = re.compile(r"^[0-9a-f]{64}$")
+MAX_CORPUS_LABEL = 200  # characters; a label names a corpus, it does not describe one
+CORPUS_RULE = (
+    f"null or a corpus label: 1 to {MAX_CORPUS_LABEL} printable characters (no control, format or separator "
+    "character but the space), no space at either end"
+)
 _FIELDS = (
     "schema",
     "version",
@@ -74,6 +81,24 @@ def manifest_name(generation: int) -> str:
 def companion_name(kind: str, sha256: str) -> str:
     """``graph-<sha256>.json``."""
     return f"{kind}-{sha256}.json"
+
+
+def corpus_label_problem(corpus: object) -> str | None:
+    """Why ``corpus`` cannot be a manifest's ``corpus`` field, or ``None`` when it can.
+
+    The label is the builder's name for the corpus the graph came from. The engine stores it and
+    never acts on it; whoever loads the session may (to attach that corpus's flat baseline, say).
+    It is bounded and printable because it is shown in a terminal, a log line and a UI.
+    """
+    if corpus is None:
+        return None
+    if type(corpus) is not str:
+        return repr(corpus)[:60]
+    if not 1 <= len(corpus) <= MAX_CORPUS_LABEL:
+        return f"a label of {len(corpus)} characters"
+    if not corpus.isprintable() or corpus.strip(" ") != corpus:
+        return repr(corpus)[:60]
+    return None
 
 
 @dataclass(frozen=True)
@@ -104,6 +129,12 @@ class Manifest:
     runledger: Companion | None
     ledger_head: str | None
     telemetry: Companion
+
+    def __post_init__(self) -> None:
+        # Checked here as well as on load, so a commit refuses a label before writing anything.
+        problem = corpus_label_problem(self.corpus)
+        if problem is not None:
+            raise SnapshotError("corpus", problem, CORPUS_RULE)
 
     def to_dict(self) -> dict[str, Any]:
         """The manifest document."""
@@ -186,8 +217,9 @@ def parse_manifest(data: Any, file_generation: int) -> Manifest:
             "generation", str(generation), f"the manifest's file name says generation {file_generation}"
         )
     corpus = top["corpus"]
-    if corpus not in (None, "contextmesh.demo"):
-        raise SnapshotError("corpus", repr(corpus), "null or 'contextmesh.demo'")
+    problem = corpus_label_problem(corpus)
+    if problem is not None:
+        raise SnapshotError("corpus", problem, CORPUS_RULE)
     execution, runledger, head = top["execution"], top["runledger"], top["ledger_head"]
     if (execution is None) != (runledger is None) or (runledger is None) != (head is None):
         raise SnapshotError(

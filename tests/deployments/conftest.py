@@ -17,7 +17,7 @@ Session fixtures, each started once for this folder and stopped in reverse order
 * ``worker``        ``prefect worker start --pool contextmesh --type process`` in its own process
                     group, started in a directory outside the project (the pull step must find it),
                     polling every second; stopped before the server (SIGTERM, 15 s, then SIGKILL:
-                    prefect-notes §4.3 saw a worker outlive SIGTERM).
+                    a process worker can outlive SIGTERM, docs/prefect-facts.md §9).
 """
 
 from __future__ import annotations

@@ -67,15 +67,15 @@ def test_prefect_yaml_deploys_three_deployments_on_the_process_pool(deployed: di
         assert found["pull_steps"] == [
             {"prefect.deployments.steps.set_working_directory": {"directory": str(ROOT.resolve())}}
         ]
-    assert deployed["plan"]["entrypoint"] == "flows/plan.py:plan" and deployed["plan"]["schedules"] == []
+    assert deployed["plan"]["entrypoint"] == "flows/plan_flow.py:plan" and deployed["plan"]["schedules"] == []
     recheck = deployed["recheck"]
-    assert recheck["entrypoint"] == "flows/recheck.py:recheck"
+    assert recheck["entrypoint"] == "flows/recheck_flow.py:recheck"
     assert recheck["parameters"]["resume_deployment"] == PLAN_DEPLOYMENT
     ((schedule),) = recheck["schedules"]
     assert schedule["schedule"]["interval"] == 600 and schedule["active"]
     assert recheck["global_concurrency_limit"]["limit"] == 1
     assert recheck["concurrency_options"] == {"collision_strategy": "CANCEL_NEW", "grace_period_seconds": None}
-    assert deployed["repair"]["entrypoint"] == "flows/repair.py:repair"
+    assert deployed["repair"]["entrypoint"] == "flows/repair_flow.py:repair"
 
 
 def test_recheck_resume_repair_resume_on_postgres_through_a_process_worker(

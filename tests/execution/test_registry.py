@@ -35,8 +35,8 @@ def test_workers_and_auditors_resolve_from_separate_namespaces() -> None:
     registry = TaskRegistry()
     registry.register_worker("auth.hash.v1", argon2)
     registry.register_auditor("auth.audit.v1", advisory_audit)
-    assert registry.worker("auth.hash.v1").fn is argon2
-    assert registry.auditor("auth.audit.v1").fn is advisory_audit
+    assert registry.lookup_worker("auth.hash.v1").fn is argon2
+    assert registry.lookup_auditor("auth.audit.v1").fn is advisory_audit
     assert registry.has_worker("auth.hash.v1") and not registry.has_auditor("auth.hash.v1")
     assert registry.has_auditor("auth.audit.v1") and not registry.has_worker("auth.audit.v1")
 
@@ -46,22 +46,22 @@ def test_the_same_text_in_both_namespaces_names_two_separate_registrations() -> 
     registry = TaskRegistry()
     registry.register_worker("auth.v1", argon2)
     registry.register_auditor("auth.v1", advisory_audit)
-    assert registry.worker("auth.v1").fn is argon2
-    assert registry.auditor("auth.v1").fn is advisory_audit
+    assert registry.lookup_worker("auth.v1").fn is argon2
+    assert registry.lookup_auditor("auth.v1").fn is advisory_audit
 
 
 def test_a_worker_key_looked_up_as_an_auditor_says_it_is_a_worker() -> None:
     registry = TaskRegistry()
     registry.register_worker("auth.hash.v1", argon2)
     with pytest.raises(RegistryError, match=r"'auth\.hash\.v1' is registered as a worker, not an auditor"):
-        registry.auditor("auth.hash.v1")
+        registry.lookup_auditor("auth.hash.v1")
 
 
 def test_an_auditor_key_looked_up_as_a_worker_says_it_is_an_auditor() -> None:
     registry = TaskRegistry()
     registry.register_auditor("auth.audit.v1", advisory_audit)
     with pytest.raises(RegistryError, match=r"'auth\.audit\.v1' is registered as an auditor, not a worker"):
-        registry.worker("auth.audit.v1")
+        registry.lookup_worker("auth.audit.v1")
 
 
 # -- registering once -----------------------------------------------------------------------------
@@ -72,7 +72,7 @@ def test_a_key_registered_twice_is_refused_even_with_the_same_callable() -> None
     registry.register_worker("auth.hash.v1", argon2)
     with pytest.raises(RegistryError, match=r"'auth\.hash\.v1' is already registered"):
         registry.register_worker("auth.hash.v1", argon2)
-    assert registry.worker("auth.hash.v1").fn is argon2
+    assert registry.lookup_worker("auth.hash.v1").fn is argon2
 
 
 def test_a_key_registered_twice_with_a_different_callable_keeps_the_first() -> None:
@@ -80,7 +80,7 @@ def test_a_key_registered_twice_with_a_different_callable_keeps_the_first() -> N
     registry.register_worker("auth.hash.v1", argon2)
     with pytest.raises(RegistryError, match="one implementation for the life of the process"):
         registry.register_worker("auth.hash.v1", bcrypt)
-    assert registry.worker("auth.hash.v1").fn is argon2
+    assert registry.lookup_worker("auth.hash.v1").fn is argon2
 
 
 def test_an_auditor_key_registered_twice_is_refused() -> None:
@@ -147,7 +147,7 @@ def test_a_key_that_is_not_non_empty_bounded_text_is_refused(key: Any, rule: str
 def test_a_key_is_any_text_without_whitespace_or_control_characters(key: str) -> None:
     registry = TaskRegistry()
     registry.register_worker(key, argon2)
-    assert registry.worker(key).key == key
+    assert registry.lookup_worker(key).key == key
 
 
 # -- absent keys ----------------------------------------------------------------------------------
@@ -157,7 +157,7 @@ def test_an_absent_key_names_itself_and_suggests_a_near_miss_without_falling_bac
     registry = TaskRegistry()
     registry.register_worker("auth.hash.argon2.v1", argon2)
     with pytest.raises(RegistryError) as caught:
-        registry.worker("auth.hash.argon2.v2")
+        registry.lookup_worker("auth.hash.argon2.v2")
     message = str(caught.value)
     assert "'auth.hash.argon2.v2'" in message
     assert message.startswith("no worker is registered under")
@@ -169,7 +169,7 @@ def test_an_absent_key_with_nothing_close_names_only_itself() -> None:
     registry = TaskRegistry()
     registry.register_worker("auth.hash.argon2.v1", argon2)
     with pytest.raises(RegistryError) as caught:
-        registry.worker("billing.invoice.v1")
+        registry.lookup_worker("billing.invoice.v1")
     assert "'billing.invoice.v1'" in str(caught.value)
     assert "auth.hash.argon2.v1" not in str(caught.value)
 
@@ -177,7 +177,7 @@ def test_an_absent_key_with_nothing_close_names_only_itself() -> None:
 def test_an_absent_auditor_is_reported_as_an_absent_auditor() -> None:
     registry = TaskRegistry()
     with pytest.raises(RegistryError, match=r"no auditor is registered under 'auth\.audit\.v9'"):
-        registry.auditor("auth.audit.v9")
+        registry.lookup_auditor("auth.audit.v9")
 
 
 # -- describe -------------------------------------------------------------------------------------
@@ -210,7 +210,7 @@ def test_timeout_and_retries_are_kept_on_the_registration() -> None:
     registry = TaskRegistry()
     registry.register_worker("w", argon2, timeout=2, retries=3)
     registry.register_auditor("a", advisory_audit)
-    worker, auditor = registry.worker("w"), registry.auditor("a")
+    worker, auditor = registry.lookup_worker("w"), registry.lookup_auditor("a")
     assert (worker.timeout, worker.retries) == (2.0, 3)
     assert type(worker.timeout) is float
     assert (auditor.timeout, auditor.retries) == (None, 0)

@@ -73,10 +73,10 @@ def test_a_pickled_registry_is_rebuilt_by_calling_its_recipe() -> None:
     assert received.describe() == sent.describe()
     assert received.recipe == (build_small, ("auth", 5.0))
     # The same module-level callables, found by the rebuild (not shipped), with the key's options.
-    hashing = received.worker("auth.hash.v1")
+    hashing = received.lookup_worker("auth.hash.v1")
     assert hashing.fn is hashing_worker
     assert (hashing.timeout, hashing.retries) == (5.0, 1)
-    assert received.auditor("auth.audit.v1").fn is advisory_auditor
+    assert received.lookup_auditor("auth.audit.v1").fn is advisory_auditor
 
 
 def test_a_pickled_registry_carries_its_recipe_and_keys_but_no_callable_of_its_table() -> None:
@@ -99,7 +99,7 @@ def test_another_process_rebuilds_the_table_by_importing_the_build_function() ->
         "registry = pickle.loads(sys.stdin.buffer.read())\n"
         "import test_registry_pickle as here\n"
         "assert here.BUILDS == [('auth', 2.5)], here.BUILDS\n"
-        "assert registry.worker('auth.hash.v1').fn is here.hashing_worker\n"
+        "assert registry.lookup_worker('auth.hash.v1').fn is here.hashing_worker\n"
         "print(sorted(registry.describe()['workers']))\n"
     )
     done = subprocess.run(

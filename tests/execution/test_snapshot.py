@@ -99,8 +99,8 @@ library = TaskRegistry()
 register_demo(library, feed=here / "feed.json")
 registry = TaskRegistry()
 for key in ("auth.schema.v1", "auth.hash.bcrypt.v1", "auth.tokens.v1", "auth.routes.v1", "auth.ratelimit.v1"):
-    registry.register_worker(key, library.worker(key).fn)
-registry.register_auditor("auth.audit.advisory.v1", library.auditor("auth.audit.advisory.v1").fn)
+    registry.register_worker(key, library.lookup_worker(key).fn)
+registry.register_auditor("auth.audit.advisory.v1", library.lookup_auditor("auth.audit.advisory.v1").fn)
 del library
 
 graph = load_graph((here / "graph.json").read_bytes())

@@ -71,7 +71,6 @@ def sidecar_data() -> Data:
             {"key": "linear", "statement": "Shards grow linearly", "source": "doc-a", "supported_by_spans": ["a-2"]}
         ],
         "decisions": [decision, second],
-        "break": {"assumption": "linear", "evidence_text": "They did not.", "source": "chat"},
     }
 
 
@@ -91,7 +90,7 @@ def test_a_valid_corpus_and_sidecar_load(tmp_path: Path) -> None:
     sidecar = load_sidecar(write(tmp_path, "sidecar.json", sidecar_data()), corpus)
     assert [d.key for d in sidecar.decisions] == ["d-1", "d-2"]
     assert sidecar.decisions[1].supersedes == "d-1"
-    assert (sidecar.break_assumption, sidecar.break_source) == ("linear", "chat")
+    assert [a.key for a in sidecar.assumptions] == ["linear"]
 
 
 # -- corpus corruption cases: (name, mutation, expected .path) ---------------------------------
@@ -235,8 +234,12 @@ SIDECAR_CASES = [
         _set(["assumptions", 0, "supported_by_spans"], ["x"]),
         "assumptions[0].supported_by_spans[0]",
     ),
-    ("break_unknown_assumption", _set(["break", "assumption"], "nope"), "break.assumption"),
-    ("break_unknown_source", _set(["break", "source"], "nope"), "break.source"),
+    # The engine's sidecar has no scenario field: the demo's break block is the demo's own file now.
+    (
+        "a_break_block_is_an_unknown_field",
+        _set(["break"], {"assumption": "linear", "evidence_text": "They did not.", "source": "chat"}),
+        "$.break",
+    ),
 ]
 
 

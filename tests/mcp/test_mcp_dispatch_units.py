@@ -13,6 +13,7 @@ from mcp import Client
 from mcp_helpers import ROOT, dir_bytes, served_session
 
 from contextmesh.core.errors import ExecutionError
+from contextmesh.execution.plan import RecheckReport
 from contextmesh.mcp.deployment_dispatcher import PrefectDispatcher
 from contextmesh.mcp.served_session import ServedSession
 from contextmesh.mcp.server import build_server
@@ -20,6 +21,7 @@ from contextmesh.mcp.write_dispatch import ProbeCache
 from contextmesh.orchestration import deployed
 from contextmesh.orchestration import served_record as served
 from contextmesh.orchestration.deployed import Dispatched
+from contextmesh.orchestration.run_report import RunReport
 
 pytestmark = pytest.mark.anyio
 NAMES = ("contextmesh-plan/plan", "contextmesh-recheck/recheck", "contextmesh-repair/repair")
@@ -121,3 +123,29 @@ def test_the_launcher_dispatches_only_to_a_live_served_record(
     ours, rest = serve_mcp._split(["--session", "S", "--dispatch", "never", "--dispatch-wait=9", "--port", "0"])
     assert (ours.dispatch, ours.dispatch_wait, rest) == ("never", 9.0, ["--session", "S", "--port", "0"])
     assert serve_mcp.main(["--session", str(session_dir), "--dispatch-wait", "0"]) == 2
+
+
+def test_a_completed_run_is_reported_from_its_own_report_artifact(
+    session_dir: Path, feed: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    record = record_for(session_dir)
+    done = Dispatched(record.recheck, "0b3c", "http://x/runs/flow-run/0b3c", "COMPLETED", "Completed", True)
+    monkeypatch.setattr(deployed, "dispatch_recheck", lambda record, feed, wait: done)
+    monkeypatch.setattr(deployed, "dispatch_resume", lambda record, session, feed, wait, origin: done)
+    published = RecheckReport(7, audited=["schema"], audit_errors={"tokens": "boom"}, stale=[])
+    read: list[str] = []
+
+    def report(flow_run_id: str, *, url: str = "") -> RunReport:
+        read.append(flow_run_id)
+        return RunReport(published, 9, "cd" * 32)
+
+    dispatcher = answering(record)
+    monkeypatch.setattr(dispatcher.calls, "report", report)
+    session = served_session(session_dir, feed).session
+    result = dispatcher.recheck(session)
+    assert read == ["0b3c"]  # the run's own report, not the session's ledger
+    assert (result.round, result.audited, result.audit_errors) == (7, ["schema"], {"tokens": "boom"})
+    assert (result.generation, result.ledger_head, result.committed) == (9, "cd" * 32, True)
+    assert result.flow_run is not None and result.flow_run.completed
+    with pytest.raises(ExecutionError, match=r"published a recheck report, not the RoundReport"):
+        dispatcher.resume(session)

@@ -15,11 +15,11 @@ from contextmesh.belief.invalidation import blast_radius, render_chain
 from contextmesh.belief.reconstruct import reconstruct_decision
 from contextmesh.belief.temporal import explain_as_of
 from contextmesh.core.ids import slug
-from contextmesh.demo.knowledge import load_demo
+from contextmesh.demo.knowledge import load_demo, load_demo_break
+from contextmesh.mcp.read_tools import READ_TOOLS
 from contextmesh.mcp.served_session import ServedSession
 from contextmesh.mcp.server import build_server
-from contextmesh.mcp.tools import READ_TOOLS
-from contextmesh.mcp.writes import FORBIDDEN_INPUT_NAMES, WRITE_TOOLS
+from contextmesh.mcp.write_tools import FORBIDDEN_INPUT_NAMES, WRITE_TOOLS
 
 pytestmark = pytest.mark.anyio
 MODES = ["auto", "legacy"]
@@ -29,7 +29,7 @@ WRITES = sorted(t.name for t in WRITE_TOOLS)
 
 def sizing_assumption() -> str:
     _, sidecar = load_demo()
-    statement = next(a.statement for a in sidecar.assumptions if a.key == sidecar.break_assumption)
+    statement = load_demo_break().statement(sidecar)
     return slug(statement, "assumption")
 
 

@@ -19,7 +19,7 @@ from contextmesh.mcp.models import FlowRunOut, RecheckResult, ResumeResult
 from contextmesh.mcp.served_session import ServedSession
 from contextmesh.mcp.server import build_server
 from contextmesh.mcp.write_dispatch import ProbeCache
-from contextmesh.mcp.writes import ControlledWriteError, mesh_submit_evidence
+from contextmesh.mcp.write_tools import ControlledWriteError, mesh_submit_evidence
 from contextmesh.session.session import Session
 
 pytestmark = pytest.mark.anyio
@@ -293,6 +293,6 @@ def test_probe_cache_answers_from_cache_within_its_ttl() -> None:
 
 
 def test_controlled_write_error_is_a_tool_refusal() -> None:
-    from contextmesh.mcp.tools import MeshToolError
+    from contextmesh.mcp.read_tools import MeshToolError
 
     assert issubclass(ControlledWriteError, MeshToolError)

@@ -21,9 +21,14 @@ from typing import Any
 
 import pytest
 
+from contextmesh.core.errors import ExecutionError
+from contextmesh.core.graph import ContextGraph
 from contextmesh.demo.saved import save_demo_session
+from contextmesh.knowledge.resolve import Resolver
+from contextmesh.orchestration.served_record import peek
 from contextmesh.session.commit import latest_generation
 from contextmesh.session.layout import manifest_name
+from contextmesh.session.session import Session
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -130,3 +135,15 @@ def test_a_broken_manifest_is_reported_naming_the_file(template: Path, tmp_path:
         error = error_document(done.stdout)
         assert error["path"] == f"{broken.name}:$"
     assert broken.read_bytes() == b'["not a manifest"]\n'
+
+
+@pytest.mark.parametrize("command", ["recheck", "resume"])
+def test_looking_for_a_served_deployment_of_a_session_without_a_plan_names_it(tmp_path: Path, command: str) -> None:
+    directory = tmp_path / "graph-only"
+    Session.create(directory, Session(ContextGraph(), Resolver()))
+    env = {"PREFECT_API_URL": closed_api_url(), "CONTEXTMESH_HOME": str(tmp_path / "home")}
+    done = run_cli(command, "--session", str(directory), env=env)
+    assert done.returncode == 1
+    assert one_line(done.stderr).endswith(f"{directory} holds no execution plan")
+    with pytest.raises(ExecutionError, match=r"holds no execution plan$"):
+        peek(str(directory))  # the served-record lookup reads the manifest alone: the same sentence

@@ -15,6 +15,7 @@ from contextmesh.demo.execute import Walkthrough, run_walkthrough
 from contextmesh.execution.plan import Plan, RoundReport
 from contextmesh.execution.task_registry import TaskRegistry
 from contextmesh.orchestration import local_server as server
+from contextmesh.orchestration import served_record as served
 from contextmesh.orchestration import settings
 from contextmesh.orchestration.announce import NAMESPACE, announcements, event_id, render_receipt
 from contextmesh.orchestration.flow_bodies import cached_shown, limit_name, recheck_report_from, round_report_from
@@ -70,6 +71,16 @@ def test_the_home_is_contextmesh_home_else_the_xdg_state_directory(monkeypatch: 
     assert server.contextmesh_home() == Path("/state/contextmesh")
     monkeypatch.delenv("XDG_STATE_HOME")
     assert server.contextmesh_home() == Path.home() / ".local" / "state" / "contextmesh"
+
+
+def test_an_empty_xdg_state_home_puts_the_server_and_the_served_records_under_local_state(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv("CONTEXTMESH_HOME", raising=False)
+    monkeypatch.setenv("XDG_STATE_HOME", "")
+    state = Path.home() / ".local" / "state" / "contextmesh"
+    assert server.contextmesh_home() == state
+    assert served.path_for("s-1") == state / "served" / "s-1.json"
 
 
 def test_server_errors_hang_under_the_execution_branch_of_the_one_tree() -> None:

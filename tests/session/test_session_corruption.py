@@ -242,7 +242,11 @@ CASES = [
         M + "walker.policy",
     ),
     Case("walker hop budget 0", set_nested("walker", "hop_budget", 0), SessionFileError, M + "walker.hop_budget"),
-    Case("unknown corpus", set_field("corpus", "someone.else"), SessionFileError, M + "corpus"),
+    Case("corpus label a number", set_field("corpus", 42), SessionFileError, M + "corpus"),
+    Case("corpus label empty", set_field("corpus", ""), SessionFileError, M + "corpus"),
+    Case("corpus label of 201 characters", set_field("corpus", "x" * 201), SessionFileError, M + "corpus"),
+    Case("corpus label with a newline", set_field("corpus", "water\ndocs"), SessionFileError, M + "corpus"),
+    Case("corpus label with a trailing space", set_field("corpus", "water "), SessionFileError, M + "corpus"),
     Case("execution present, runledger null", set_field("runledger", None), SessionFileError, M + "execution"),
     Case("ledger head not hex", set_field("ledger_head", "zz"), SessionFileError, M + "ledger_head"),
     Case(

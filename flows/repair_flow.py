@@ -1,4 +1,4 @@
-"""Entrypoint ``flows/repair.py:repair`` — ground a stale or failed task on new ground, as a flow run.
+"""Entrypoint ``flows/repair_flow.py:repair`` — ground a stale or failed task on new ground, as a flow run.
 
 A repair runs no code: it checks the new key against this deployment's registry, supersedes the
 task's assumption and commits, under the session's concurrency limit like every other writer.

@@ -1,4 +1,4 @@
-"""Entrypoint ``flows/plan.py:plan`` — run or resume one round of a session's plan as one flow run.
+"""Entrypoint ``flows/plan_flow.py:plan`` — run or resume one round of a session's plan as one flow run.
 
 Deployed on demand (``deployments/prefect.yaml``, ``deployments/serve.py``); a recheck that commits a
 disproof starts it in ``resume`` mode. The registry comes from ``registry/`` in this process.

@@ -28,14 +28,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import replace
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, TypeVar
 
 from pydantic import Field
 
 from contextmesh.belief.evidence import submit
 from contextmesh.core.canonical import loads
 from contextmesh.core.errors import ContextMeshError, SessionError
-from contextmesh.execution.plan import RoundReport, TaskState
+from contextmesh.execution.plan import Plan, RoundReport, TaskState
 from contextmesh.execution.snapshot import dump_plan, restore_plan
 from contextmesh.formats.graph_file import dump_graph, load_graph
 from contextmesh.formats.resolver_file import dump_resolver, load_resolver
@@ -43,17 +43,19 @@ from contextmesh.formats.run_ledger import RunLedger
 from contextmesh.mcp.models import (
     AnyJson,
     EvidenceOut,
-    InvalidationOut,
     RecheckResult,
     RepairResult,
     ResumeResult,
     SubmitResult,
+    result_of,
 )
 from contextmesh.mcp.quoting import quote
+from contextmesh.mcp.read_tools import MeshToolError, ToolSpec
 from contextmesh.mcp.served_session import ServedSession
-from contextmesh.mcp.tools import MeshToolError, ToolSpec
+from contextmesh.mcp.write_dispatch import Dispatcher
 from contextmesh.session.commit import CommitConflictError
 from contextmesh.session.lock import SessionLockedError
+from contextmesh.session.plan_check import plan_of
 from contextmesh.session.session import Session
 
 __all__ = [
@@ -92,6 +94,7 @@ FORBIDDEN_INPUT_NAMES = frozenset(
 )
 _RETRIES = 3
 T = TypeVar("T")
+W = TypeVar("W", RecheckResult, ResumeResult)
 
 
 class ControlledWriteError(MeshToolError):
@@ -164,20 +167,31 @@ def _require_writable(served: ServedSession) -> None:
         raise ControlledWriteError(refusal)
 
 
-def _runner_of(session: Session) -> Any:
-    if session.runner is None:
-        raise ControlledWriteError(
-            "this session holds no execution plan; recheck, repair and resume work on a session saved with one"
-        )
-    return session.runner
-
-
-def _invalidations(reports: list[Any]) -> list[InvalidationOut]:
-    return [InvalidationOut.model_validate(r.to_dict()) for r in reports]
+def _runner_of(session: Session) -> Plan:
+    return plan_of(session, "recheck, repair and resume work on a session saved with one", where="this session")
 
 
 def _head(session: Session) -> str | None:
     return None if session.runner is None else session.runner.ledger.head
+
+
+def _dispatched_or_here(
+    served: ServedSession, dispatch: Callable[[Dispatcher, Session], W], here: Callable[[ServedSession], W]
+) -> W:
+    """A write the launcher may dispatch: to its dispatcher when it has one, else in this process.
+
+    Whether there is a dispatcher was decided once, when the launcher started
+    (:func:`contextmesh.mcp.deployment_dispatcher.dispatcher_for`); a dispatcher never falls back
+    to running here. A dispatched run commits to the directory itself, so the served session is
+    refreshed before the result names its generation.
+    """
+    _require_writable(served)
+    if served.dispatcher is None:
+        return here(served)
+    _runner_of(served.session)
+    result = dispatch(served.dispatcher, served.session)
+    served.refresh()
+    return result.model_copy(update={"generation": served.session.generation})
 
 
 # -- argument types ----------------------------------------------------------------------------------
@@ -264,16 +278,8 @@ def recheck_in_process(served: ServedSession) -> RecheckResult:
                     "MCP a disproof must cite the observation it interprets (submit it with mesh_submit_evidence); "
                     "nothing was committed"
                 )
-        out = RecheckResult(
-            round=report.round,
-            audited=report.audited,
-            audit_errors=report.audit_errors,
-            failed=report.failed,
-            stale=report.stale,
-            invalidations=_invalidations(report.invalidations),
-            ledger_head=_head(session),
-            generation=session.generation,
-            committed=True,
+        out = result_of(
+            RecheckResult, report, ledger_head=_head(session), generation=session.generation, committed=True
         )
         return out, True
 
@@ -286,13 +292,7 @@ def mesh_recheck(served: ServedSession) -> RecheckResult:
     again. An auditor may disprove a task's ground only by citing submitted evidence; a disproof
     rejects that assumption and invalidates exactly what stood on it (those tasks become stale).
     Executes no task."""
-    _require_writable(served)
-    if served.dispatcher is not None:
-        _runner_of(served.session)
-        result = served.dispatcher.recheck(served.session)
-        served.refresh()
-        return result.model_copy(update={"generation": served.session.generation})
-    return recheck_in_process(served)
+    return _dispatched_or_here(served, lambda dispatcher, session: dispatcher.recheck(session), recheck_in_process)
 
 
 def mesh_repair(
@@ -320,9 +320,9 @@ def mesh_repair(
     registry = served.session.registry
     assert registry is not None  # a session with a plan was loaded with its registry
     try:
-        registry.worker(worker_key)
+        registry.lookup_worker(worker_key)
         if auditor_key is not None:
-            registry.auditor(auditor_key)
+            registry.lookup_auditor(auditor_key)
     except ContextMeshError as exc:
         raise ControlledWriteError(str(exc)) from None
     replaces = current.assumption_id
@@ -358,19 +358,7 @@ def mesh_repair(
 
 
 def _resume_result(session: Session, report: RoundReport, changed: bool) -> ResumeResult:
-    return ResumeResult(
-        round=report.round,
-        layers=report.layers,
-        executed=report.executed,
-        cached=report.cached,
-        blocked=report.blocked,
-        failed=report.failed,
-        stale=report.stale,
-        invalidations=_invalidations(report.invalidations),
-        changed=changed,
-        ledger_head=_head(session),
-        generation=session.generation,
-    )
+    return result_of(ResumeResult, report, changed=changed, ledger_head=_head(session), generation=session.generation)
 
 
 def resume_in_process(served: ServedSession) -> ResumeResult:
@@ -403,13 +391,7 @@ def mesh_resume(served: ServedSession) -> ResumeResult:
     """Run one round of the plan over its pending and stale tasks whose ground stands — the work an
     invalidation felled, once repaired — and nothing else: done work stays cached, failed work
     waits for a repair. With nothing to run, it commits nothing."""
-    _require_writable(served)
-    if served.dispatcher is not None:
-        _runner_of(served.session)
-        result = served.dispatcher.resume(served.session)
-        served.refresh()
-        return result.model_copy(update={"generation": served.session.generation})
-    return resume_in_process(served)
+    return _dispatched_or_here(served, lambda dispatcher, session: dispatcher.resume(session), resume_in_process)
 
 
 WRITE_TOOLS: tuple[ToolSpec, ...] = (

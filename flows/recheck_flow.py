@@ -1,4 +1,4 @@
-"""Entrypoint ``flows/recheck.py:recheck`` — every standing auditor; a disproof starts the resume.
+"""Entrypoint ``flows/recheck_flow.py:recheck`` — every standing auditor; a disproof starts the resume.
 
 Scheduled on an interval (``deployments/prefect.yaml``: every 10 minutes by default). When it
 commits a disproof it announces it and, unless ``resume_deployment`` is empty, starts the plan

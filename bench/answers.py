@@ -1,0 +1,424 @@
+"""Answer accuracy: ContextMesh's walk against BM25 over the same spans, by corpus, kind and split.
+
+    .venv/bin/python bench/answers.py [--heldout] [--misses] [--corpus demo,water,project]
+                                      [--lexical own|bm25s] [--passes 3]
+
+The question sets are ``tests/data/corpora/{demo,water}/questions.json`` (see the README beside
+them) and the project's own ``tests/data/questions.json``. Every question is asked on a world
+built for its state (``now``, after a scenario, or ``--as-of`` a date) with the resolver as it
+was after the build, so no question teaches another an alias.
+
+**Grading.** An answerable question is right when the walk's answer node is a gold: the claim
+built from a gold span or sentence (``{"doc", "quote"}``: the sentence of that document holding
+the quote), or the gold decision, assumption or evidence node. An unanswerable question is right
+when the walk dead-ends, with the named reason when ``expect_dead_end`` names one (``any``: any of
+the four). BM25 top-1 / top-5 rank the corpus's spans (headline and body) for the question and
+are right when a gold span is among them; a question whose golds are only decisions,
+assumptions or evidence counts as a BM25 miss, and BM25 never dead-ends, so it is graded on
+answerable questions only.
+
+**The discipline.** Development questions are shown in full with ``--misses``. Held-out
+questions are evaluated only with ``--heldout``, and only as accuracy per kind: never their
+text, answer or path.
+
+**Not yet runnable.** A water question that needs ``decisions.json`` or ``scenarios.json`` (an
+``after_scenario``; golds that are only decisions, assumptions or evidence; a ``multihop:`` kind
+over an edge only decisions and evidence make — ``depends_on``, ``produces``, ``supports``,
+``justified_by``) waits for the ingestion issue; it is counted per kind as not yet runnable,
+never dropped silently.
+
+Also printed: the median path/flat token ratio over answered walks, in-process ``Walker.ask``
+p50/p95 on the demo graph (``--passes`` timed passes over every demo question after a warm-up),
+and the load average.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import json
+import os
+import statistics
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _common import print_table, time_calls
+
+from contextmesh.belief.temporal import explain_as_of
+from contextmesh.core.graph import ContextGraph
+from contextmesh.demo.knowledge import break_sizing_assumption, build_world
+from contextmesh.knowledge.corpus import Corpus
+from contextmesh.knowledge.embed import HashedEmbedder
+from contextmesh.knowledge.folder import read_folder
+from contextmesh.knowledge.lexical import Bm25, LexicalDocument
+from contextmesh.knowledge.pipeline import build
+from contextmesh.knowledge.text import content_stems
+from contextmesh.knowledge.traverse import FlatBaseline, Walk, Walker
+
+ROOT = Path(__file__).resolve().parent.parent
+CORPORA = ROOT / "tests" / "data" / "corpora"
+WATER = CORPORA / "water"
+DECISION_ONLY_EDGES = frozenset({"depends_on", "produces", "supports", "justified_by"})
+
+
+@dataclass
+class World:
+    """A graph to ask on, its walker, the resolver as built, and how to turn golds into node ids."""
+
+    graph: ContextGraph
+    walker: Walker
+    resolver: Any
+    flat: FlatBaseline
+    gold_ids: Callable[[dict[str, Any]], set[str]]
+    span_keys: Callable[[dict[str, Any]], set[str]]
+
+
+@dataclass
+class Outcome:
+    """One question's grades."""
+
+    question: dict[str, Any]
+    right: bool
+    bm25_top1: bool = False
+    bm25_top5: bool = False
+    walk: Walk | None = None
+    note: str = ""
+
+
+@dataclass
+class Tally:
+    """Counts for one (corpus, split, kind) cell."""
+
+    total: int = 0
+    right: int = 0
+    answerable: int = 0
+    top1: int = 0
+    top5: int = 0
+    walk_answerable: int = 0
+    waiting: int = 0
+    misses: list[Outcome] = field(default_factory=list)
+
+
+# -- worlds ---------------------------------------------------------------------------------
+
+
+def _demo_world(state: str) -> World:
+    world = build_world(0)
+    if state == "break":
+        break_sizing_assumption(world)
+    graph = world.graph
+    claims = {str(n.attrs.get("key")): n.id for n in graph.by_type("claim", live_only=False)}
+    evidence = [n.id for n in graph.by_type("evidence", live_only=False)]
+
+    def gold_ids(gold: dict[str, Any]) -> set[str]:
+        if "span" in gold:
+            return {claims[gold["span"]]} if gold["span"] in claims else set()
+        if "decision" in gold:
+            return {world.decision_ids[gold["decision"]]}
+        if "assumption" in gold:
+            return {world.assumption_ids[gold["assumption"]]}
+        if "evidence" in gold:
+            return set(evidence)
+        raise ValueError(f"unknown gold {gold}")
+
+    def span_keys(gold: dict[str, Any]) -> set[str]:
+        return {gold["span"]} if "span" in gold else set()
+
+    flat = world.walker.flat
+    assert flat is not None
+    return World(graph, world.walker, copy.deepcopy(world.result.resolver), flat, gold_ids, span_keys)
+
+
+def _water_corpus() -> Corpus:
+    corpus, _ = read_folder([WATER / "docs"], entities=WATER / "entities.json")
+    return corpus
+
+
+def _water_world() -> World:
+    corpus = _water_corpus()
+    embedder = HashedEmbedder()
+    result = build(corpus, embedder=embedder)
+    flat = FlatBaseline(result.chunks, embedder)
+    walker = Walker(result.graph, result.resolver, embedder=embedder, flat=flat)
+    claims = {str(n.attrs.get("key")): n.id for n in result.graph.by_type("claim", live_only=False)}
+    sentences = [(source.key, span.key, span.text) for source, span in corpus.spans()]
+
+    def span_keys(gold: dict[str, Any]) -> set[str]:
+        if "doc" not in gold:
+            return set()
+        return {key for doc, key, text in sentences if doc == gold["doc"] and gold["quote"] in text}
+
+    def gold_ids(gold: dict[str, Any]) -> set[str]:
+        return {claims[key] for key in span_keys(gold) if key in claims}
+
+    return World(result.graph, walker, copy.deepcopy(result.resolver), flat, gold_ids, span_keys)
+
+
+def _waits(question: dict[str, Any]) -> bool:
+    """A water question that needs decisions.json or scenarios.json (see the module docstring)."""
+    if question.get("after_scenario"):
+        return True
+    if question["answerable"] and not any("doc" in gold for gold in question["gold"]):
+        return True
+    kind = str(question["kind"])
+    return kind.startswith("multihop:") and kind.split(":", 1)[1] in DECISION_ONLY_EDGES
+
+
+# -- asking and grading ---------------------------------------------------------------------
+
+
+def _ask(world: World, question: dict[str, Any]) -> Walk:
+    world.walker.resolver = copy.deepcopy(world.resolver)
+    if question.get("as_of"):
+        return explain_as_of(
+            world.graph, world.walker.resolver, question["question"], question["as_of"], flat=world.flat
+        ).walk
+    policy = tuple(question["policy"]) if question.get("policy") else None
+    return world.walker.ask(question["question"], policy=policy)
+
+
+def _grade_walk(world: World, question: dict[str, Any], walk: Walk) -> bool:
+    if not question["answerable"]:
+        if walk.dead_end is None:
+            return False
+        expected = question.get("expect_dead_end")
+        return expected in (None, "any") or walk.dead_end.reason == expected
+    wanted: set[str] = set()
+    for gold in question["gold"]:
+        wanted |= world.gold_ids(gold)
+    return walk.dead_end is None and walk.answer_id in wanted
+
+
+class Baseline:
+    """BM25 over the corpus's spans (headline and body), with our implementation or bm25s."""
+
+    def __init__(self, spans: Sequence[tuple[str, str, str]], backend: str) -> None:
+        self.keys = [key for key, _, _ in spans]
+        self.backend = backend
+        if backend == "bm25s":
+            import bm25s
+
+            self._bm25s = bm25s
+            corpus = [f"{headline} {body}" for _, headline, body in spans]
+            self._retriever = bm25s.BM25()
+            self._retriever.index(bm25s.tokenize(corpus, stopwords="en", show_progress=False), show_progress=False)
+        else:
+            docs = [LexicalDocument(key, tuple(content_stems(h)), tuple(content_stems(b))) for key, h, b in spans]
+            self._own = Bm25(docs, headline_weight=1.0)
+
+    def top(self, question: str, k: int) -> list[str]:
+        """The k best span keys."""
+        if self.backend == "bm25s":
+            tokens = self._bm25s.tokenize([question], stopwords="en", show_progress=False)
+            results, _ = self._retriever.retrieve(tokens, k=k, show_progress=False)
+            return [self.keys[int(i)] for i in results[0]]
+        return self._own.top(content_stems(question), k)
+
+
+def _corpus_spans(corpus: Corpus) -> list[tuple[str, str, str]]:
+    return [(span.key, span.text, span.body) for _, span in corpus.spans()]
+
+
+def _grade_set(
+    name: str,
+    questions: list[dict[str, Any]],
+    worlds: Callable[[dict[str, Any]], World | None],
+    baseline: Baseline | None,
+) -> list[Outcome]:
+    outcomes = []
+    for question in questions:
+        world = worlds(question)
+        if world is None:
+            outcomes.append(Outcome(question, False, note="not yet runnable"))
+            continue
+        walk = _ask(world, question)
+        outcome = Outcome(question, _grade_walk(world, question, walk), walk=walk)
+        if baseline is not None and question["answerable"]:
+            keys: set[str] = set()
+            for gold in question["gold"]:
+                keys |= world.span_keys(gold)
+            top5 = baseline.top(question["question"], 5)
+            outcome.bm25_top1 = bool(keys & set(top5[:1]))
+            outcome.bm25_top5 = bool(keys & set(top5))
+        outcomes.append(outcome)
+    return outcomes
+
+
+# -- the sets -------------------------------------------------------------------------------
+
+
+def _load(path: Path) -> list[dict[str, Any]]:
+    return list(json.loads(path.read_text())["questions"])
+
+
+def _project_questions() -> list[dict[str, Any]]:
+    """The project's own set, in the corpora's shape (all of it known, so all of it counts as dev)."""
+    out = []
+    for index, raw in enumerate(json.loads((ROOT / "tests" / "data" / "questions.json").read_text())):
+        dead = raw.get("expect_dead_end")
+        out.append(
+            {
+                "id": f"project-{index + 1:03d}",
+                "split": "dev",
+                "kind": str(raw["kind"]),
+                "question": raw["question"],
+                "answerable": dead is None,
+                "gold": [] if dead else [{"span": raw["expect_span"]}],
+                "expect_dead_end": dead,
+                "as_of": None,
+                "after_scenario": "break" if raw.get("state") == "after_break" else None,
+                "policy": raw.get("policy"),
+            }
+        )
+    return out
+
+
+def run(corpora: Sequence[str], lexical: str) -> dict[str, list[Outcome]]:
+    """Grade every set named in ``corpora``."""
+    results: dict[str, list[Outcome]] = {}
+    demo_worlds: dict[str, World] = {}
+
+    def demo(question: dict[str, Any]) -> World:
+        state = "break" if question.get("after_scenario") == "break" else "now"
+        if state not in demo_worlds:
+            demo_worlds[state] = _demo_world(state)
+        return demo_worlds[state]
+
+    if "demo" in corpora or "project" in corpora:
+        from contextmesh.demo.knowledge import load_demo
+
+        demo_baseline = Baseline(_corpus_spans(load_demo()[0]), lexical)
+        if "demo" in corpora:
+            results["demo"] = _grade_set("demo", _load(CORPORA / "demo" / "questions.json"), demo, demo_baseline)
+        if "project" in corpora:
+            results["project"] = _grade_set("project", _project_questions(), demo, demo_baseline)
+    if "water" in corpora:
+        water = _water_world()
+        baseline = Baseline(_corpus_spans(_water_corpus()), lexical)
+        results["water"] = _grade_set(
+            "water", _load(WATER / "questions.json"), lambda q: None if _waits(q) else water, baseline
+        )
+    return results
+
+
+# -- reporting ------------------------------------------------------------------------------
+
+
+def _tally(outcomes: list[Outcome]) -> dict[str, Tally]:
+    cells: dict[str, Tally] = {}
+    for outcome in outcomes:
+        kind = str(outcome.question["kind"])
+        for key in (kind, "ALL"):
+            cell = cells.setdefault(key, Tally())
+            if outcome.note == "not yet runnable":
+                cell.waiting += 1
+                continue
+            cell.total += 1
+            cell.right += outcome.right
+            if outcome.question["answerable"]:
+                cell.answerable += 1
+                cell.walk_answerable += outcome.right
+                cell.top1 += outcome.bm25_top1
+                cell.top5 += outcome.bm25_top5
+            if not outcome.right and key != "ALL":
+                cell.misses.append(outcome)
+    return dict(sorted(cells.items(), key=lambda kv: (kv[0] == "ALL", kv[0])))
+
+
+def _pct(right: int, total: int) -> str:
+    return f"{right}/{total} ({100 * right / total:.0f}%)" if total else "-"
+
+
+def _table(name: str, split: str, outcomes: list[Outcome]) -> None:
+    cells = _tally([o for o in outcomes if o.question["split"] == split])
+    rows = []
+    for kind, cell in cells.items():
+        rows.append(
+            [
+                kind,
+                _pct(cell.right, cell.total),
+                _pct(cell.walk_answerable, cell.answerable),
+                _pct(cell.top1, cell.answerable),
+                _pct(cell.top5, cell.answerable),
+                cell.waiting or "",
+            ]
+        )
+    headers = ["kind", "ContextMesh", "CM answerable", "BM25 top-1", "BM25 top-5", "not yet runnable"]
+    print_table(headers, rows, title=f"\n== {name} · {split}")
+
+
+def _show_misses(name: str, outcomes: list[Outcome]) -> None:
+    print(f"\n-- {name} · dev misses")
+    for outcome in outcomes:
+        q = outcome.question
+        if q["split"] != "dev" or outcome.right or outcome.note:
+            continue
+        walk = outcome.walk
+        if walk is None:
+            got = "?"
+        elif walk.dead_end is not None:
+            got = f"dead end {walk.dead_end.reason}: {walk.dead_end.detail}"
+        else:
+            got = f"{walk.answer} (confidence {walk.confidence:.2f}, score {walk.score:.2f})"
+        print(
+            f"{q['id']} [{q['kind']}] {q['question']}\n   gold {q['gold'] or q.get('expect_dead_end')}\n   got  {got}"
+        )
+        if walk is not None and walk.dead_end is None:
+            print("   path " + " ".join(step.render() for step in walk.path))
+
+
+def _token_ratio(outcomes: list[Outcome]) -> float:
+    ratios = [
+        o.walk.tokens / o.walk.flat_tokens
+        for o in outcomes
+        if o.walk and o.walk.dead_end is None and o.walk.flat_tokens
+    ]
+    return statistics.median(ratios) if ratios else float("nan")
+
+
+def _latency(passes: int) -> None:
+    world = _demo_world("now")
+    walker = Walker(world.graph, world.resolver, embedder=HashedEmbedder())
+    questions = [q["question"] for q in _load(CORPORA / "demo" / "questions.json") if not q.get("as_of")]
+    for question in questions:
+        walker.ask(question)
+    timings, _ = time_calls(walker.ask, questions * passes)
+    print(
+        f"\nin-process Walker.ask on the demo graph: p50 {timings.p50:.2f} ms, p95 {timings.p95:.2f} ms "
+        f"({timings.count} asks, {passes} passes, no flat baseline)"
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--heldout", action="store_true", help="also evaluate the held-out halves (per kind only)")
+    parser.add_argument("--misses", action="store_true", help="print every dev miss with its answer and path")
+    parser.add_argument("--corpus", default="demo,water,project")
+    parser.add_argument("--lexical", choices=("own", "bm25s"), default="own", help="the BM25 baseline's implementation")
+    parser.add_argument("--passes", type=int, default=3)
+    args = parser.parse_args(argv)
+    corpora = [c for c in args.corpus.split(",") if c]
+    results = run(corpora, args.lexical)
+    splits = ("dev", "heldout") if args.heldout else ("dev",)
+    for name, outcomes in results.items():
+        for split in splits:
+            if name == "project" and split == "heldout":
+                continue
+            _table(name, split, outcomes)
+        if args.misses:
+            _show_misses(name, outcomes)
+        answered = [o for o in outcomes if o.question["split"] in splits]
+        print(f"median path/flat token ratio ({name}): {_token_ratio(answered):.4f}")
+    print(f"\nBM25 baseline: {args.lexical}")
+    _latency(args.passes)
+    print("load average: " + ", ".join(f"{v:.2f}" for v in os.getloadavg()))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,313 @@
+"""Ranking what a walk reached: lexical evidence, the question's entities, its intent, the path's length.
+
+Every candidate is a node *and the typed path that reached it*; the score belongs to that pair,
+so the path a walk shows is the path it scored. Two kinds of candidate:
+
+* **direct** — a node the walk reached, on the cheapest path the search found to it;
+* **across** — for a question that names a relation (:mod:`~contextmesh.knowledge.intent`), a node
+  one edge of that relation away from a node the walk reached (the *anchor*): the path is the
+  anchor's path plus that edge. The anchor is what the question describes, the answer is what
+  stands across the relation from it ("what replaced X?" describes X and asks for its successor).
+
+The score, with the weights of :class:`Weights` (calibrated on the development questions,
+``docs/adr/0013-lexical-evidence.md`` and ``0014-walk-ranking-and-confidence.md``):
+
+* ``lexical`` × BM25F coverage (headline and body) of the question's residual stems — what it
+  says beyond the entities it names and the relation cues — by the node (direct) or by the anchor
+  (across; plus ``other_end`` × the answer's own coverage);
+* ``entities`` × the share of the question's resolved entities within one edge of that node;
+* ``intent`` when the path's last edge is of a type the question asks across, ``node_type`` when
+  the answer is of the type asked for ("which decision…"), ``causal`` for a *why* question
+  answered by a node that states a cause;
+* minus ``hop`` for every edge past the first.
+
+The **confidence** of a candidate is the share of the question it carries: the lexical coverage
+of the node that matches the question (the anchor's for an across candidate), or, when the
+question says nothing beyond its entities, the entity share.
+
+Invariant: deterministic — candidates are built in reach order and ties break by fewer hops,
+then the graph's insertion sequence.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
+
+from contextmesh.knowledge.intent import Intent
+from contextmesh.knowledge.lexical import Bm25, LexicalDocument, fold, terms_of
+from contextmesh.knowledge.standing import fallen
+
+if TYPE_CHECKING:
+    from contextmesh.core.graph import ContextGraph
+    from contextmesh.core.model import EdgeRecord, NodeRecord
+
+__all__ = ["INDEXED_TYPES", "AnswerIndex", "Candidate", "Reach", "Trail", "Weights", "rank"]
+
+Trail = tuple[tuple[str, str, bool], ...]  # (edge id, node id, forward) from the seed
+INDEXED_TYPES = ("claim", "decision", "assumption", "evidence", "source", "entity")
+_ANCHORS = 32
+_EXAMINED = 8
+_ANCHOR_TYPES = frozenset({"claim", "decision", "assumption", "evidence"})
+_CAUSAL = re.compile(r"\b(because|since|so|due to|as a result|caused|causes)\b", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class Weights:
+    """The blend; see the module docstring."""
+
+    entity_terms: float = 1.0
+    headline: float = 2.0
+    context: float = 0.3
+    intent: float = 0.4
+    node_type: float = 0.4
+    other_end: float = 0.2
+    causal: float = 0.1
+    hop: float = 0.02
+
+
+@dataclass(frozen=True)
+class Reach:
+    """How the walk reached a node: hops and trail of the cheapest path, and its closeness to the seeds.
+
+    ``near_seeds`` sums, over the seeds, 1 / hops from each (raised to a calibrated power): a node
+    one edge from every seed scores the number of seeds.
+    """
+
+    hops: int
+    trail: Trail
+    near_seeds: float
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A node with the path that reached it, its score and its confidence."""
+
+    node_id: str
+    trail: Trail
+    score: float
+    confidence: float
+    anchor: str | None = None
+    fallen: str | None = None
+    crossed: bool = False
+
+    @property
+    def hops(self) -> int:
+        """Edges on the path."""
+        return len(self.trail)
+
+
+class AnswerIndex:
+    """BM25F over every indexed node of a graph: label as headline, span body or rationale as body."""
+
+    def __init__(
+        self,
+        graph: ContextGraph,
+        bodies: Mapping[str, str],
+        headline_weight: float = 2.0,
+        context_weight: float = 0.3,
+    ) -> None:
+        self.stamp = _stamp(graph)
+        documents = []
+        siblings: dict[str, list[str]] = {}  # source → labels of the claims made from it
+        for node in graph.by_type("claim", live_only=False):
+            if node.provenance is not None:
+                siblings.setdefault(node.provenance.source_id, []).append(node.label)
+        for node in graph:
+            if node.type not in INDEXED_TYPES:
+                continue
+            body, context = _body(node, bodies), ""
+            source = node.provenance.source_id if node.provenance is not None else None
+            if node.type == "claim" and source is not None:
+                body, context = _own_words(node.label, body, siblings.get(source, ()))
+            if source is not None and source in graph:
+                # Where a statement comes from is part of what it says ("the growth report says…").
+                body = f"{body} {graph.node(source).label}"
+            documents.append(LexicalDocument(node.id, terms_of(node.label), terms_of(body), terms_of(context)))
+        self.bm25 = Bm25(documents, headline_weight=headline_weight, context_weight=context_weight)
+        self._folded: dict[tuple[str, ...], tuple[str, ...]] = {}
+
+    def fresh(self, graph: ContextGraph) -> bool:
+        """True while the graph holds the nodes and edges the index was built over."""
+        return self.stamp == _stamp(graph)
+
+    def terms(self, stems: tuple[str, ...]) -> tuple[str, ...]:
+        """The question's stems as the index holds them (folded, :func:`~contextmesh.knowledge.lexical.fold`)."""
+        folded = self._folded.get(stems)
+        if folded is None:
+            folded = self._folded[stems] = tuple(fold(stem) for stem in stems)
+        return folded
+
+    def coverage(self, node_id: str, stems: tuple[str, ...]) -> float:
+        """BM25F coverage of the question's stems by one node (0 for an unindexed node or no stems)."""
+        return self.bm25.coverage(node_id, self.terms(stems)) if stems else 0.0
+
+    def matched(self, node_id: str, stems: tuple[str, ...]) -> int:
+        """How many of the question's distinct stems the node holds."""
+        return self.bm25.matched(node_id, self.terms(stems))
+
+
+def _body(node: NodeRecord, bodies: Mapping[str, str]) -> str:
+    """A claim's span body (stored on it, or from the corpus), a decision's rationale; else nothing."""
+    if node.type == "decision":
+        return str(node.attrs.get("rationale") or "")
+    if node.type != "claim":
+        return ""
+    stored = node.attrs.get("body")
+    body = stored if isinstance(stored, str) else bodies.get(str(node.attrs.get("key")), "")
+    return body[len(node.label) :] if body.startswith(node.label) else body  # a flat chunk is headline + body
+
+
+def _own_words(label: str, body: str, siblings: Iterable[str]) -> tuple[str, str]:
+    """Split a claim's body into its own words and context: the sentences that are other claims' headlines.
+
+    When every sentence of a paragraph is a claim, a claim's body is its neighbours; their words are
+    evidence for them first, and only context for this one.
+    """
+    context = []
+    for other in siblings:
+        if other != label and other in body:
+            body = body.replace(other, " ", 1)
+            context.append(other)
+    return body, " ".join(context)
+
+
+def _stamp(graph: ContextGraph) -> tuple[int, int, int]:
+    return id(graph), len(graph.nodes), len(graph.edges)
+
+
+@dataclass(frozen=True)
+class _Question:
+    terms: tuple[str, ...]
+    seeds: int
+    intent: Intent
+    answer_types: frozenset[str]
+
+
+def rank(
+    graph: ContextGraph,
+    index: AnswerIndex,
+    reached: Mapping[str, Reach],
+    *,
+    terms: tuple[str, ...],
+    seeds: int,
+    intent: Intent,
+    answer_types: frozenset[str],
+    weights: Weights,
+) -> list[Candidate]:
+    """Every candidate, best first (see the module docstring)."""
+    question = _Question(terms, seeds, intent, answer_types)
+    match: dict[str, tuple[float, float]] = {}  # node → (base score, confidence)
+
+    distinct = len(dict.fromkeys(index.terms(terms)))
+    # The question's information is its residual words and its entities: each entity counts as
+    # ``entity_terms`` words, so the mix says how much of the question each part carries. (Weighing
+    # words by idf instead was tried and lost on the development questions: ADR 0014.)
+    share_of_words = distinct / (distinct + weights.entity_terms * seeds) if distinct or seeds else 0.0
+
+    def base(node_id: str) -> tuple[float, float]:
+        if node_id not in match:
+            lexical = index.coverage(node_id, terms)
+            share = reached[node_id].near_seeds / seeds if seeds and node_id in reached else 0.0
+            confidence = share_of_words * lexical + (1.0 - share_of_words) * share
+            match[node_id] = (confidence, confidence)
+        return match[node_id]
+
+    out: list[Candidate] = []
+    for node_id, reach in reached.items():
+        node = graph.node(node_id)
+        if node.type not in answer_types:
+            continue
+        score, confidence = base(node_id)
+        last = None
+        if reach.trail:
+            last_type = graph.edge(reach.trail[-1][0]).type
+            last = last_type if intent.direction_fits(last_type, answer_is_source=not reach.trail[-1][2]) else None
+        score += _shape(graph, node_id, last, reach.hops, question, weights)
+        crossed = last is not None and last in intent.edges
+        out.append(Candidate(node_id, reach.trail, score, confidence, None, None, crossed))
+    if intent.relational:
+        out.extend(_across(graph, reached, question, weights, base))
+    out.sort(key=lambda c: (-c.score, c.hops, graph.seq(c.node_id)))
+    if not intent.past:  # a question about what held before may be answered by what no longer stands
+        out = _mark_fallen(graph, out)
+    out.sort(key=lambda c: (c.fallen is not None, -c.score, c.hops, graph.seq(c.node_id)))
+    return out
+
+
+def _mark_fallen(graph: ContextGraph, ranked: list[Candidate]) -> list[Candidate]:
+    """Mark, best first, the direct candidates that no longer stand, until enough standing ones are found.
+
+    Whether a node stands costs edge lookups; only the head of the ranking can be the answer or the
+    fallen node a dead end names, so the tail is left unexamined (and ranks as it stands).
+    """
+    marked: list[Candidate] = []
+    standing = crossed = 0
+    for index, candidate in enumerate(ranked):
+        if standing >= _EXAMINED and crossed >= 1:
+            return marked + ranked[index:]
+        why = fallen(graph, candidate.node_id) if candidate.anchor is None else None
+        if why is not None:
+            marked.append(replace(candidate, fallen=why))
+            continue
+        standing += 1
+        crossed += candidate.crossed
+        marked.append(candidate)
+    return marked
+
+
+def _shape(
+    graph: ContextGraph, node_id: str, last_edge: str | None, hops: int, question: _Question, weights: Weights
+) -> float:
+    """What the path and the node's kind add: intent, node type, cause, minus the length cost."""
+    node = graph.node(node_id)
+    extra = -weights.hop * max(0, hops - 1)
+    if last_edge is not None and last_edge in question.intent.edges:
+        extra += weights.intent
+    if question.intent.node_type is not None and node.type == question.intent.node_type:
+        extra += weights.node_type
+    if question.intent.causal and _CAUSAL.search(node.label):
+        extra += weights.causal
+    return extra
+
+
+def _across(
+    graph: ContextGraph,
+    reached: Mapping[str, Reach],
+    question: _Question,
+    weights: Weights,
+    base: Callable[[str], tuple[float, float]],
+) -> Iterable[Candidate]:
+    """Candidates one edge of an asked-for relation away from a reached anchor, the anchor's path extended."""
+    anchors = [n for n in reached if graph.node(n).type in _ANCHOR_TYPES]
+    # Only an anchor that matches the question can lift what stands across from it.
+    anchors = sorted(anchors, key=lambda n: (-base(n)[0], graph.seq(n)))[:_ANCHORS]
+    for anchor_id in anchors:
+        reach = reached[anchor_id]
+        anchor_score, confidence = base(anchor_id)
+        on_path = {step[1] for step in reach.trail}
+        on_path.add(anchor_id)
+        for edge in _relation_edges(graph, anchor_id, question.intent.edges):
+            forward = edge.src == anchor_id
+            other = edge.dst if forward else edge.src
+            if other in on_path or graph.node(other).type not in question.answer_types:
+                continue
+            if not question.intent.direction_fits(edge.type, answer_is_source=not forward):
+                continue
+            own, own_confidence = base(other) if other in reached else (0.0, 0.0)
+            score = anchor_score + weights.other_end * own
+            score += _shape(graph, other, edge.type, reach.hops + 1, question, weights)
+            # Reached across the very relation the question asks about: a superseded or disputed
+            # node is what such a question asks for by name, so it is not barred as fallen.
+            # Either end may carry the question ("in the claims X rests on, how long…?" describes both).
+            sure = max(confidence, own_confidence)
+            yield Candidate(other, (*reach.trail, (edge.id, other, forward)), score, sure, anchor_id, None, True)
+
+
+def _relation_edges(graph: ContextGraph, node_id: str, types: tuple[str, ...]) -> list[EdgeRecord]:
+    """The live edges of ``types`` on either side of a node whose other end is live, in insertion order."""
+    found = [e for e in graph.out_edges(node_id, types) if graph.node(e.dst).live]
+    found.extend(e for e in graph.in_edges(node_id, types) if graph.node(e.src).live)
+    return found
