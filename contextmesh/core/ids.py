@@ -17,6 +17,7 @@ Invariants:
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
 
@@ -80,6 +81,10 @@ def long_body(src_fold: str) -> str | None:
     return head[:_BODY_LIMIT].rstrip("-") if len(head.rstrip("-")) >= _BODY_LIMIT else None
 
 
+# A write asks for an edge's id twice in a row (``find_edge`` to see whether it exists, then
+# ``add_edge``); the slug's regular expression was the largest single cost of generating a
+# 10**6-node graph. A pure function, so a few remembered answers change nothing but the time.
+@functools.lru_cache(maxsize=8)
 def edge_id(src: str, edge_type: str, dst: str) -> str:
     """The one id an edge of this type between these endpoints can have."""
     return slug(f"{src}|{edge_type}|{dst}", "edge")
