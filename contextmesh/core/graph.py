@@ -4,7 +4,7 @@ The graph keeps records in insertion order and its own per-node adjacency lists 
 record, in insertion order): networkx groups parallel edges by neighbour and moves an edge that is
 re-added, and holding a ``MultiDiGraph`` beside the records cost more memory than the records. A
 ``networkx.MultiDiGraph`` view is built on demand (:attr:`ContextGraph.nx`) for algorithms; the
-graph never needs it itself (ADR 0013). Records are compact: slotted, type names interned, every
+graph never needs it itself (ADR 0015). Records are compact: slotted, type names interned, every
 node's vector in the graph's one :class:`~contextmesh.core.vectors.VectorStore`, and an edge found
 by its derived id rather than through a second index of endpoint triples.
 

@@ -3,7 +3,7 @@
 Every record is checked by a pydantic v2 model in strict mode with unknown fields forbidden:
 ``Provenance`` and ``AssumptionRecord`` are such models; ``NodeRecord`` and ``EdgeRecord``, of which
 a graph holds millions, are slotted classes checked by their schemas ``NodeSchema`` and
-``EdgeSchema`` (ADR 0013). Four traps of this stack are closed here on purpose, and
+``EdgeSchema`` (ADR 0015). Four traps of this stack are closed here on purpose, and
 ``tests/core/test_model.py`` pins each:
 
 1. Strict mode still accepts an ``int`` for a ``float`` field and turns ``1`` into ``1.0``; a file
