@@ -57,10 +57,11 @@ if TYPE_CHECKING:
     from contextmesh.knowledge.corpus import Corpus, CorpusError, Sidecar, load_corpus, load_sidecar
     from contextmesh.knowledge.decoding import DocumentError
     from contextmesh.knowledge.embed import HashedEmbedder
+    from contextmesh.knowledge.flat_baseline import FlatBaseline
     from contextmesh.knowledge.folder import read_folder
     from contextmesh.knowledge.pipeline import BuildResult, Chunk
     from contextmesh.knowledge.pipeline import build as build_graph
-    from contextmesh.knowledge.traverse import FlatBaseline, Walk, Walker, WalkerSettings
+    from contextmesh.knowledge.traverse import Walk, Walker, WalkerSettings
     from contextmesh.session.commit import CommitConflictError
     from contextmesh.session.files import SessionFileError
     from contextmesh.session.lock import SessionLockedError
@@ -161,7 +162,7 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "EvidenceView": ("contextmesh.execution.context", "EvidenceView"),
     "ExecutionError": ("contextmesh.core.errors", "ExecutionError"),
     "Executor": ("contextmesh.execution.calls", "Executor"),
-    "FlatBaseline": ("contextmesh.knowledge.traverse", "FlatBaseline"),
+    "FlatBaseline": ("contextmesh.knowledge.flat_baseline", "FlatBaseline"),
     "HashedEmbedder": ("contextmesh.knowledge.embed", "HashedEmbedder"),
     "IdentityError": ("contextmesh.core.errors", "IdentityError"),
     "InProcessExecutor": ("contextmesh.execution.in_process", "InProcessExecutor"),

@@ -42,9 +42,10 @@ from contextmesh.execution.snapshot import dump_plan
 from contextmesh.execution.task_registry import TaskRegistry
 from contextmesh.formats.resolver_file import dump_resolver
 from contextmesh.formats.run_ledger import RunLedger
+from contextmesh.knowledge.flat_baseline import FlatBaseline
 from contextmesh.knowledge.health import HealthReport, check
 from contextmesh.knowledge.resolve import Resolver
-from contextmesh.knowledge.traverse import FlatBaseline, Walk, Walker, WalkerSettings
+from contextmesh.knowledge.traverse import Walk, Walker, WalkerSettings
 from contextmesh.session.commit import CommitConflictError, commit_generation, latest_generation
 from contextmesh.session.files import os_cause
 from contextmesh.session.layout import Companion, Manifest
