@@ -93,6 +93,7 @@ def _ask(graph: Any, count: int, seed: int) -> dict[str, Any]:
     from ask import _scale_questions
 
     from contextmesh.core import vectors
+    from contextmesh.formats.resolver_file import dump_resolver
     from contextmesh.knowledge.embed import HashedEmbedder
     from contextmesh.knowledge.resolve import Resolver
     from contextmesh.knowledge.traverse import Walker
@@ -100,6 +101,7 @@ def _ask(graph: Any, count: int, seed: int) -> dict[str, Any]:
     resolver = Resolver()
     entities = list(graph.by_type("entity"))
     _, register_s, _ = measure("register", None, lambda: [resolver.register(n.id, n.label) for n in entities])
+    dumped, dump_s, dump_cpu = measure("resolver dump", None, dump_resolver, resolver)
     dims = next((len(vectors.decode(n.embedding)) for n in graph if n.embedding is not None), 256)
     walker = Walker(graph, resolver, embedder=HashedEmbedder(dims))
     questions = _scale_questions(graph, count, seed)
@@ -117,6 +119,9 @@ def _ask(graph: Any, count: int, seed: int) -> dict[str, Any]:
     return {
         "resolver": resolver,
         "register_s": register_s,
+        "resolver_dump_s": dump_s,
+        "resolver_dump_cpu": dump_cpu,
+        "resolver_bytes": len(dumped),
         "ask_p50_ms": asks.p50,
         "ask_p95_ms": asks.p95,
         "asks": asks.count,
@@ -248,6 +253,11 @@ def _rows(gen: dict[str, Any], child: dict[str, Any]) -> list[tuple[str, str, st
 
     gen_kb, load_kb = gen["generate_kb_per_node"], child["load_kb_per_node"]
     ask = f"{child['ask_p50_ms']:.1f} / {child['ask_p95_ms']:.1f} ms (cpu p50 {child['ask_cpu_p50_ms']:.1f})"
+    limit = AIMS["ask_p50_ms_at_1e5"]
+    ask_aim = ""
+    if at_1e5:  # both clocks: on a shared machine the wall clock also counts other processes' turns
+        wall_met, cpu_met = child["ask_p50_ms"] <= limit, child["ask_cpu_p50_ms"] <= limit
+        ask_aim = f"aim ≤ {limit:g}: wall {'met' if wall_met else 'MISSED'}, CPU {'met' if cpu_met else 'MISSED'}"
     return [
         ("nodes / edges", f"{child['nodes']:,} / {child['edges']:,}", ""),
         ("generate", _secs(gen, "generate"), aim("generate_s_at_1e6", gen["generate_s"], at_million)),
@@ -259,8 +269,9 @@ def _rows(gen: dict[str, Any], child: dict[str, Any]) -> list[tuple[str, str, st
         ("loaded process, resident", f"{load_kb:.2f} KB a node", aim("load_kb_per_node", load_kb)),
         ("round trip identical", str(child["round_trip_identical"]), ""),
         ("resolver register", f"{child['register_s']:.2f} s", ""),
+        ("resolver dump", f"{_secs(child, 'resolver_dump', 2)}, {child['resolver_bytes']:,} bytes", ""),
         ("Resolver.resolve p50 / p95", f"{child['resolve_p50_ms']:.3f} / {child['resolve_p95_ms']:.3f} ms", ""),
-        (f"Walker.ask p50 / p95 ({child['asks']})", ask, aim("ask_p50_ms_at_1e5", child["ask_p50_ms"], at_1e5)),
+        (f"Walker.ask p50 / p95 ({child['asks']})", ask, ask_aim),
         ("blast radius p50", f"{child['blast_radius_p50_ms']:.1f} ms ({child['blast_radius_fallen']:,} fall)", ""),
         ("full commit", f"{_secs(child, 'full_commit')}, {child['full_commit_bytes']:,} bytes", ""),
         ("one evidence commit", f"{_secs(child, 'evidence_commit')}, {child['evidence_commit_bytes']:,} bytes", ""),
