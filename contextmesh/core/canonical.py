@@ -29,8 +29,10 @@ Invariants (each has a test in ``tests/test_canonical.py``):
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
+import operator
 import re
 from itertools import accumulate
 from typing import Any
@@ -57,6 +59,8 @@ __all__ = [
     "sha256_hex",
     "text_depth",
     "text_hash",
+    "text_hashes",
+    "unshared_copy",
 ]
 
 MAX_SAFE_INTEGER = 2**53 - 1
@@ -259,6 +263,27 @@ def text_hash(text: str, length: int) -> str:
     readable body apart, and it matches the ids of the original project (``entity:pgvector-6db608``).
     """
     return hashlib.sha1(text.encode("utf-8"), usedforsecurity=False).hexdigest()[:length]
+
+
+def unshared_copy(value: Any) -> Any:
+    """A copy of plain JSON data sharing no object with ``value`` (``None`` when it is not plain JSON).
+
+    A loader keeps a few values of a parsed document (ids, labels, attributes) and drops the rest.
+    Kept as they are, those values pin the parsed document's memory pools, scattered among them,
+    and the process keeps the whole document's footprint; copied in one C pass they live apart
+    from it, and the document's memory goes back when it is dropped.
+    """
+    try:
+        return orjson.loads(orjson.dumps(value))
+    except (TypeError, orjson.JSONEncodeError, orjson.JSONDecodeError):
+        return None
+
+
+def text_hashes(texts: list[str], length: int) -> list[str]:
+    """:func:`text_hash` of each text, in one pass without a Python call per text (a loader's 500,000)."""
+    sha1 = functools.partial(hashlib.sha1, usedforsecurity=False)
+    digests = map(operator.methodcaller("hexdigest"), map(sha1, map(str.encode, texts)))
+    return list(map(operator.itemgetter(slice(0, length)), digests))
 
 
 class _Duplicate(dict[str, Any]):

@@ -1,8 +1,12 @@
-"""``ContextGraph``: typed nodes and edges over ``networkx.MultiDiGraph``, checked on every write.
+"""``ContextGraph``: typed nodes and edges, checked on every write.
 
-The graph keeps records in insertion order and its own per-node adjacency lists, because
-networkx groups parallel edges by neighbour and moves an edge that is re-added; networkx serves
-algorithms (reachability, cycles), never order.
+The graph keeps records in insertion order and its own per-node adjacency lists (on each node
+record, in insertion order): networkx groups parallel edges by neighbour and moves an edge that is
+re-added, and holding a ``MultiDiGraph`` beside the records cost more memory than the records. A
+``networkx.MultiDiGraph`` view is built on demand (:attr:`ContextGraph.nx`) for algorithms; the
+graph never needs it itself (ADR 0015). Records are compact: slotted, type names interned, every
+node's vector in the graph's one :class:`~contextmesh.core.vectors.VectorStore`, and an edge found
+by its derived id rather than through a second index of endpoint triples.
 
 Invariants (each tested in ``tests/core/test_graph.py``; the rules behind 1, 2 and 5 are the
 functions of :mod:`contextmesh.core.graph_rules`, applied here on every write):
@@ -30,8 +34,9 @@ from contextmesh.core.canonical import ensure_canonical
 from contextmesh.core.errors import IdentityError, NotFoundError, OntologyError
 from contextmesh.core.graph_rules import check_edge, check_must_carry, check_node_type, check_not_frozen
 from contextmesh.core.ids import edge_id, slug
-from contextmesh.core.model import AssumptionRecord, EdgeRecord, NodeRecord, Provenance, construct_record
+from contextmesh.core.model import AssumptionRecord, EdgeRecord, NodeRecord, Provenance
 from contextmesh.core.ontology import ONTOLOGY, Ontology
+from contextmesh.core.vectors import VectorStore
 
 __all__ = ["ContextGraph"]
 
@@ -48,13 +53,12 @@ class ContextGraph:
         # Built on first use (see ``nx``): a load or a bulk build that never runs an algorithm
         # should not pay for it; at 500,000 edges it was the largest single cost of a load.
         self._nx: nx.MultiDiGraph[str] | None = None
-        self._out: dict[str, list[str]] = {}
-        self._in: dict[str, list[str]] = {}
-        self._edge_key: dict[tuple[str, str, str], str] = {}
-        self._seq: dict[str, int] = {}
         self._next_seq = 0
         self._bound: dict[str, list[str]] = {}  # assumption id -> edges bound to it, in binding order
         self._legal = {t: frozenset(p) for t, p in ontology.signatures.items()}
+        # One string object per type name, however many records carry it.
+        self._names = {name: name for name in (*ontology.node_types, *ontology.edge_types)}
+        self._vectors = VectorStore()
 
     # -- reading --------------------------------------------------------------------------
 
@@ -101,12 +105,19 @@ class ContextGraph:
 
     def seq(self, item_id: str) -> int:
         """Insertion sequence number of a node or edge: the tie-breaker of every ordered walk."""
-        return self._seq[item_id]
+        record = self.nodes.get(item_id) or self.edges.get(item_id)
+        if record is None:
+            raise KeyError(item_id)
+        return record._seq
 
     def find_edge(self, src: str, edge_type: str, dst: str) -> EdgeRecord | None:
         """The edge of this type between these endpoints, if one exists."""
-        found = self._edge_key.get((src, edge_type, dst))
-        return None if found is None else self.edges[found]
+        # An edge's id is derived from exactly these three, and ids are unique: the edge, if it
+        # exists, is stored under that id (a different edge there is an id collision).
+        edge = self.edges.get(edge_id(src, edge_type, dst))
+        if edge is None or edge.src != src or edge.type != edge_type or edge.dst != dst:
+            return None
+        return edge
 
     def is_live(self, node_id: str) -> bool:
         """True when the node exists and is neither pruned nor invalidated."""
@@ -121,19 +132,20 @@ class ContextGraph:
         self, node_id: str, types: Iterable[str] | None = None, *, live_only: bool = True
     ) -> list[EdgeRecord]:
         """Edges leaving ``node_id`` in insertion order, optionally only of ``types`` and live."""
-        return self._adjacent(self._out, node_id, types, live_only)
+        node = self.nodes.get(node_id)
+        return [] if node is None else self._adjacent(node._out, types, live_only)
 
     def in_edges(self, node_id: str, types: Iterable[str] | None = None, *, live_only: bool = True) -> list[EdgeRecord]:
         """Edges entering ``node_id`` in insertion order, optionally only of ``types`` and live."""
-        return self._adjacent(self._in, node_id, types, live_only)
+        node = self.nodes.get(node_id)
+        return [] if node is None else self._adjacent(node._in, types, live_only)
 
-    def _adjacent(
-        self, index: Mapping[str, list[str]], node_id: str, types: Iterable[str] | None, live_only: bool
-    ) -> list[EdgeRecord]:
+    def _adjacent(self, edges: list[EdgeRecord], types: Iterable[str] | None, live_only: bool) -> list[EdgeRecord]:
         wanted = None if types is None else frozenset(types)
+        if wanted is None and not live_only:
+            return list(edges)
         result = []
-        for eid in index.get(node_id, ()):
-            edge = self.edges[eid]
+        for edge in edges:
             if wanted is not None and edge.type not in wanted:
                 continue
             if live_only and not self.edge_is_live(edge):
@@ -143,7 +155,8 @@ class ContextGraph:
 
     def degree(self, node_id: str) -> int:
         """Raw number of edges touching the node, live or not."""
-        return len(self._out.get(node_id, ())) + len(self._in.get(node_id, ()))
+        node = self.nodes.get(node_id)
+        return 0 if node is None else len(node._out) + len(node._in)
 
     def by_type(self, node_type: str, *, live_only: bool = True) -> list[NodeRecord]:
         """Nodes of one type in insertion order."""
@@ -240,28 +253,23 @@ class ContextGraph:
                 existing.embedding = embedding
             return existing
         check_must_carry(self.ontology, node_type, nid, new_attrs, provenance, embedding)
-        record = construct_record(
-            NodeRecord,
-            id=nid,
-            type=node_type,
-            label=label,
-            attrs=new_attrs,
-            provenance=provenance,
-            embedding=embedding,
-            build=self.build,
-            walks=0,
-            pruned=False,
-            invalidated=False,
+        record = NodeRecord(
+            nid, self._names[node_type], label, new_attrs, provenance, embedding, self.build, 0, False, False
         )
         self._store_node(record)
         return record
 
     def _store_node(self, record: NodeRecord) -> None:
-        self.nodes[record.id] = record
-        self._out[record.id] = []
-        self._in[record.id] = []
-        self._seq[record.id] = self._next_seq
+        """Take a new record in: its sequence number, empty adjacency, its vector into the store."""
+        text = record._embedding
+        record._vectors = self._vectors
+        if type(text) is str:
+            record.embedding = text  # into the store when it is a valid vector, else kept as text
+        record._out = []
+        record._in = []
+        record._seq = self._next_seq
         self._next_seq += 1
+        self.nodes[record.id] = record
         if self._nx is not None:
             self._nx.add_node(record.id)
 
@@ -308,35 +316,32 @@ class ContextGraph:
         source, target = self._check_edge(src, edge_type, dst, weight)
         if frozen_check:
             check_not_frozen(source, target, edge_type)
-        key = (src, edge_type, dst)
-        existing_id = self._edge_key.get(key)
-        if existing_id is not None:
-            edge = self.edges[existing_id]
+        eid = edge_id(src, edge_type, dst)
+        edge = self.edges.get(eid)
+        if edge is not None and edge.src == src and edge.type == edge_type and edge.dst == dst:
             merged = edge.weight + weight
             if merged == float("inf"):
-                raise OntologyError(f"merging weight {weight!r} into edge '{existing_id}' would overflow to infinity")
+                raise OntologyError(f"merging weight {weight!r} into edge '{eid}' would overflow to infinity")
             edge.weight = merged
             edge.evidence_ids = edge.evidence_ids + tuple(e for e in evidence_ids if e not in edge.evidence_ids)
             return edge
-        eid = edge_id(src, edge_type, dst)
-        if eid in self.edges:
-            other = self.edges[eid]
+        if edge is not None:
             raise IdentityError(
-                f"edge id '{eid}' is already '{other.src}'-[{other.type}]->'{other.dst}'; "
+                f"edge id '{eid}' is already '{edge.src}'-[{edge.type}]->'{edge.dst}'; "
                 f"refusing to treat '{src}'-[{edge_type}]->'{dst}' as the same edge"
             )
-        record = construct_record(
-            EdgeRecord,
-            id=eid,
-            src=src,
-            dst=dst,
-            type=edge_type,
-            evidence_ids=tuple(dict.fromkeys(evidence_ids)),
-            weight=weight,
-            build=self.build,
-            assumption_id=None,
-            traversals=0,
-            invalidated=False,
+        # Endpoints and type as the graph's own string objects: one copy of each, however many edges.
+        record = EdgeRecord(
+            eid,
+            source.id,
+            target.id,
+            self._names[edge_type],
+            tuple(dict.fromkeys(evidence_ids)),
+            weight,
+            self.build,
+            None,
+            0,
+            False,
         )
         self._store_edge(record)
         return record
@@ -347,10 +352,9 @@ class ContextGraph:
 
     def _store_edge(self, record: EdgeRecord) -> None:
         self.edges[record.id] = record
-        self._edge_key[(record.src, record.type, record.dst)] = record.id
-        self._out[record.src].append(record.id)
-        self._in[record.dst].append(record.id)
-        self._seq[record.id] = self._next_seq
+        self.nodes[record.src]._out.append(record)
+        self.nodes[record.dst]._in.append(record)
+        record._seq = self._next_seq
         self._next_seq += 1
         if self._nx is not None:
             self._nx.add_edge(record.src, record.dst, key=record.id)
@@ -435,7 +439,7 @@ class ContextGraph:
                 copy._store_node(node.model_copy(deep=True))
         for edge in self.edges.values():
             if edge.src in wanted and edge.dst in wanted:
-                copy._store_edge(edge.model_copy(deep=True))
+                copy._store_edge(edge.model_copy())  # every field of an edge is immutable or a scalar
         for assumption_id, record in self.assumptions.items():
             if assumption_id in wanted:
                 copy.assumptions[assumption_id] = record.model_copy()
@@ -447,19 +451,14 @@ class ContextGraph:
             edge = self.edges.pop(eid, None)
             if edge is None:
                 continue
-            del self._edge_key[(edge.src, edge.type, edge.dst)]
-            self._out[edge.src].remove(eid)
-            self._in[edge.dst].remove(eid)
-            self._seq.pop(eid, None)
+            self.nodes[edge.src]._out.remove(edge)
+            self.nodes[edge.dst]._in.remove(edge)
             if self._nx is not None:
                 self._nx.remove_edge(edge.src, edge.dst, key=eid)
         for nid in node_ids:
             if self.nodes.pop(nid, None) is None:
                 continue
             self.assumptions.pop(nid, None)
-            self._out.pop(nid, None)
-            self._in.pop(nid, None)
-            self._seq.pop(nid, None)
             if self._nx is not None:
                 self._nx.remove_node(nid)
 

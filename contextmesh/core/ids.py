@@ -17,6 +17,7 @@ Invariants:
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
 
@@ -25,24 +26,65 @@ from contextmesh.core.canonical import text_hash
 __all__ = [
     "AUTO_DECISION_PREFIX",
     "MAX_KEY_LENGTH",
+    "edge_body",
     "edge_id",
+    "fold",
     "is_auto_decision_id",
     "key_problem",
+    "long_body",
     "slug",
 ]
 
 AUTO_DECISION_PREFIX = "decision:auto:"
 MAX_KEY_LENGTH = 200
 _BODY_LIMIT = 40
+# The body needs only the text's head: lower-casing is per character (its one context rule, the
+# final sigma, yields a non-ASCII letter either way) and folding is left to right, so the fold of
+# a head is a prefix of the fold of the text. When the head's fold holds a full body, the rest of
+# the text cannot change it. 96 characters hold one for every id the engine mints.
+_HEAD = 96
 _NOT_SLUG = re.compile(r"[^a-z0-9]+")
+
+
+def _body(text: str) -> str:
+    head = _NOT_SLUG.sub("-", text[:_HEAD].lower()).lstrip("-")
+    if len(head.rstrip("-")) < _BODY_LIMIT and len(text) > _HEAD:
+        head = _NOT_SLUG.sub("-", text.lower()).lstrip("-")
+    return head[:_BODY_LIMIT].rstrip("-") or "x"
 
 
 def slug(text: str, prefix: str) -> str:
     """``<prefix>:<readable body>-<first 6 hex of SHA-1(text)>``."""
-    body = _NOT_SLUG.sub("-", text.lower()).strip("-")[:_BODY_LIMIT].rstrip("-") or "x"
-    return f"{prefix}:{body}-{text_hash(text, 6)}"
+    return f"{prefix}:{_body(text)}-{text_hash(text, 6)}"
 
 
+def fold(text: str) -> str:
+    """The text lower-cased, every run of characters outside ``[a-z0-9]`` one ``-`` (not stripped)."""
+    return _NOT_SLUG.sub("-", text.lower())
+
+
+def edge_body(src_fold: str, type_fold: str, dst_fold: str) -> str:
+    """The body of the id of an edge whose source, type and target fold to these.
+
+    The fold of ``src|type|dst`` is the three folds joined by one ``-`` each (a separator merges
+    with a run at either side of it), so a loader folds each node id once and each edge id costs
+    string joins, not a regular expression.
+    """
+    middle = type_fold.strip("-")
+    joined = src_fold.rstrip("-") + ("-" + middle if middle else "") + "-" + dst_fold.lstrip("-")
+    return joined.lstrip("-")[:_BODY_LIMIT].rstrip("-") or "x"
+
+
+def long_body(src_fold: str) -> str | None:
+    """The body every edge id out of a source with this fold has, when the source alone decides it."""
+    head = src_fold.lstrip("-")
+    return head[:_BODY_LIMIT].rstrip("-") if len(head.rstrip("-")) >= _BODY_LIMIT else None
+
+
+# A write asks for an edge's id twice in a row (``find_edge`` to see whether it exists, then
+# ``add_edge``); the slug's regular expression was the largest single cost of generating a
+# 10**6-node graph. A pure function, so a few remembered answers change nothing but the time.
+@functools.lru_cache(maxsize=8)
 def edge_id(src: str, edge_type: str, dst: str) -> str:
     """The one id an edge of this type between these endpoints can have."""
     return slug(f"{src}|{edge_type}|{dst}", "edge")

@@ -29,7 +29,8 @@ Invariants of the loader (``tests/test_resolver_file.py`` pins each one):
    canonical name (the name is scored against mentions, so a disagreement changes what resolves).
 5. A refused file raises :class:`SnapshotError` (or :class:`CanonicalError` for text that is not
    strict JSON) with a path, and no resolver is returned.
-6. ``dump_resolver(load_resolver(b)) == b`` for every file this module wrote, and the restored
+6. ``dump_resolver(load_resolver(b)) == b`` for every file this module wrote (a longer log from
+   an earlier writer is read, and restored to its most recent ``LOG_LIMIT`` records), and the restored
    resolver resolves every mention as the written one would; the writer checks its own output
    with the loader, so it never writes a file the loader would refuse.
 """
@@ -81,7 +82,7 @@ def resolver_to_dict(resolver: Resolver) -> dict[str, Any]:
 def dump_resolver(resolver: Resolver) -> bytes:
     """The file bytes of a resolver; refuses (like the loader would) a resolver it could not restore."""
     document = resolver_to_dict(resolver)
-    resolver_from_dict(document)
+    _read_document(document)  # every rule the loader applies, without building a second resolver
     return file_bytes(document)
 
 
@@ -92,6 +93,16 @@ def load_resolver(data: bytes, graph: ContextGraph | None = None) -> Resolver:
 
 def resolver_from_dict(data: Any, graph: ContextGraph | None = None) -> Resolver:
     """Restore a resolver from plain data (see the module's invariants)."""
+    threshold, canonical, aliases, blocks, log = _read_document(data)
+    if graph is not None:
+        _check_against_graph(canonical, graph)
+    return Resolver.restore(threshold, canonical.items(), aliases.items(), blocks.items(), log)
+
+
+def _read_document(
+    data: Any,
+) -> tuple[float, dict[str, str], dict[str, str], dict[str, list[str]], list[ResolutionRecord]]:
+    """The document's tables, each checked by R5-R26 in order."""
     top = expect_dict(data, "$")
     check_header(top, RESOLVER_SCHEMA, RESOLVER_VERSION, original_versions=(1,))
     exact_keys(top, _TOP_FIELDS, "$")
@@ -104,9 +115,7 @@ def resolver_from_dict(data: Any, graph: ContextGraph | None = None) -> Resolver
     aliases = _read_aliases(top["aliases"], canonical)
     blocks = _read_blocks(top["blocks"], canonical, aliases)
     log = _read_log(top["log"], canonical, aliases)
-    if graph is not None:
-        _check_against_graph(canonical, graph)
-    return Resolver.restore(threshold, canonical.items(), aliases.items(), blocks.items(), log)
+    return threshold, canonical, aliases, blocks, log
 
 
 # -- small checks ---------------------------------------------------------------------------------
@@ -211,7 +220,9 @@ def _read_blocks(raw: Any, canonical: dict[str, str], aliases: dict[str, str]) -
         members = expect_list(raw_members, f"{path}[1]")
         if not members:
             raise SnapshotError(f"{path}[1]", "an empty list", "a block holds at least one entity")
-        seen: list[str] = []
+        # A set beside the list: a block of a large graph holds thousands of entities, and a
+        # membership test on the list made every dump quadratic in the size of its blocks.
+        seen: dict[str, None] = {}
         for position, raw_member in enumerate(members):
             where = f"{path}[1][{position}]"
             entity_id = _entity(raw_member, where, canonical)
@@ -223,8 +234,8 @@ def _read_blocks(raw: Any, canonical: dict[str, str], aliases: dict[str, str]) -
                     f"{entity_id!r} under the key {key!r}",
                     "an entity is blocked only under keys of its own aliases (block_keys of a registered surface)",
                 )
-            seen.append(entity_id)
-        blocks[key] = seen
+            seen[entity_id] = None
+        blocks[key] = list(seen)
         first[key] = index
     return blocks
 

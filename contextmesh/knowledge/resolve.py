@@ -18,11 +18,23 @@ Anything else is dropped with its reason. Methods 2–5 teach the alias table th
 (a learned alias), without adding blocking keys: blocks record how an alias arrived, which is why
 the resolver file persists them instead of rebuilding them.
 
+No method scans the entities. Each looks up an index derived from the tables (never stored, rebuilt
+by replaying the aliases on restore): the acronym method an initials table, containment the
+intersection of per-word surface sets, the near miss the surfaces with the mention's first letters
+(a word pair that does not share its first letter never pairs up, so no other surface can score);
+the blocking keys then only filter what the index found, and rank it in the order a scan of the
+blocks would have met it. The cost of a resolution follows the size of what matches, not the
+number of entities.
+
 Invariants:
 
 1. A mention resolves to at most one entity, and only through one of the five methods above.
-2. Every call to :meth:`Resolver.resolve` appends one record to the log, resolved or dropped.
-3. Resolution is deterministic: candidates are examined in registration order.
+2. Every call to :meth:`Resolver.resolve` appends one record to the log, resolved or dropped; the
+   log keeps the most recent :data:`LOG_LIMIT` records (older ones are dropped, oldest first).
+3. Resolution is deterministic: candidates are examined in block order, the order in which a scan
+   of the mention's blocks (keys in order, members in order) first meets them.
+4. The indexes decide exactly what the scans of the five methods' definitions would: the same
+   entity, method, score and reason for every mention.
 """
 
 from __future__ import annotations
@@ -30,15 +42,29 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 from difflib import SequenceMatcher
+from itertools import islice
 
 from contextmesh.core.errors import IdentityError
 from contextmesh.knowledge.text import STOPWORDS, normalize, words
 
-__all__ = ["MARGIN", "THRESHOLD", "WORD_FLOOR", "Mention", "ResolutionRecord", "Resolver", "block_keys"]
+__all__ = [
+    "LOG_LIMIT",
+    "MARGIN",
+    "THRESHOLD",
+    "WORD_FLOOR",
+    "Mention",
+    "ResolutionRecord",
+    "Resolver",
+    "block_keys",
+]
 
 THRESHOLD = 0.62
 WORD_FLOOR = 0.75
 MARGIN = 0.05
+# The log is saved with every commit; unbounded, it made a long-lived session's every commit
+# slower (2,000 asks took the resolver file from 176 KB to 1.35 MB). The most recent resolutions
+# are what the health signal reads; the demo's and the water corpus's builds stay well inside.
+LOG_LIMIT = 2048
 _MAX_GRAM = 4
 
 
@@ -89,6 +115,11 @@ def _initials(normalized: str) -> str:
     return "".join(token[0] for token in normalized.split() if token)
 
 
+def _signature(normalized: str) -> str:
+    """The first letter of each word: two forms whose words pair up have the same signature."""
+    return "".join(token[0] for token in normalized.split())
+
+
 class Resolver:
     """Canonical names, aliases (registered and learned), blocking keys and a resolution log."""
 
@@ -100,20 +131,36 @@ class Resolver:
         self.aliases: dict[str, str] = {}
         self.blocks: dict[str, list[str]] = {}
         self.log: list[ResolutionRecord] = []
-        # Derived from ``aliases`` (rebuilt on load, never stored): reverse and squashed lookups.
+        # Derived from ``aliases`` (rebuilt on load, never stored): reverse and squashed lookups,
+        # each word's surfaces, and the surfaces by the first letters of their words.
         self._by_entity: dict[str, list[str]] = {}
         self._squashed: dict[str, list[str]] = {}
+        self._by_word: dict[str, set[str]] = {}
+        self._by_signature: dict[str, list[str]] = {}
+        # Derived from ``canonical``: entities by the initials of their name. ``canonical`` only
+        # grows (a re-registration keeps the name), so entries past ``_initials_seen`` are new ones,
+        # whoever added them.
+        self._by_initials: dict[str, list[str]] = {}
+        self._initials_seen = 0
+        # Derived from ``blocks``: each member's position in its block, rebuilt whenever ``blocks``
+        # is replaced (restore, or a caller assigning a copy) and kept in step by ``register``.
+        self._block_pos: dict[str, dict[str, int]] = {}
+        self._pos_source: dict[str, list[str]] | None = None
 
     def add_alias(self, normalized: str, entity_id: str) -> str:
         """Point a normalised surface form at an entity unless it already means one; return the owner."""
         if entity_id not in self.canonical:
             raise IdentityError(f"cannot alias '{normalized}' to '{entity_id}': no such entity is registered")
         owner = self.aliases.setdefault(normalized, entity_id)
-        if owner == entity_id and normalized not in self._by_entity.get(entity_id, ()):
-            self._by_entity.setdefault(entity_id, []).append(normalized)
+        surfaces = self._by_entity.setdefault(entity_id, []) if owner == entity_id else None
+        if surfaces is not None and normalized not in surfaces:
+            surfaces.append(normalized)
             owners = self._squashed.setdefault(normalized.replace(" ", ""), [])
             if entity_id not in owners:
                 owners.append(entity_id)
+            for token in normalized.split():
+                self._by_word.setdefault(token, set()).add(normalized)
+            self._by_signature.setdefault(_signature(normalized), []).append(normalized)
         return owner
 
     @classmethod
@@ -137,7 +184,7 @@ class Resolver:
             if owner != entity_id:
                 raise IdentityError(f"the alias '{normalized}' is restored twice, for '{owner}' and '{entity_id}'")
         resolver.blocks = {key: list(members) for key, members in blocks}
-        resolver.log = list(log)
+        resolver.log = list(log)[-LOG_LIMIT:]
         return resolver
 
     # -- registration ---------------------------------------------------------------------
@@ -161,13 +208,16 @@ class Resolver:
                     f"'{entity_id}'"
                 )
         self.canonical[entity_id] = name
+        positions = self._positions()
         for _, normalized in surfaces:
             if not normalized:
                 continue
             self.add_alias(normalized, entity_id)
             for key in block_keys(normalized):
                 members = self.blocks.setdefault(key, [])
-                if entity_id not in members:
+                at = positions.setdefault(key, {})
+                if entity_id not in at:
+                    at[entity_id] = len(members)
                     members.append(entity_id)
 
     # -- resolution -----------------------------------------------------------------------
@@ -177,8 +227,13 @@ class Resolver:
         record = self._decide(mention)
         if learn and record.entity_id is not None and record.method != "alias":
             self.add_alias(record.normalized, record.entity_id)
-        self.log.append(record)
+        self._log(record)
         return record
+
+    def _log(self, record: ResolutionRecord) -> None:
+        self.log.append(record)
+        if len(self.log) > LOG_LIMIT:
+            del self.log[: len(self.log) - LOG_LIMIT]
 
     def _decide(self, mention: str) -> ResolutionRecord:
         normalized = normalize(mention)
@@ -193,34 +248,59 @@ class Resolver:
             return self._resolved(mention, normalized, owners[0], "squashed", 1.0)
         surface_words = words(mention)
         if len(surface_words) == 1 and 2 <= len(mention) <= 6 and mention.isupper() and mention.isalnum():
-            matches = [eid for eid, name in self.canonical.items() if _initials(normalize(name)) == mention.lower()]
+            matches = self._initials_of(mention.lower())
             if len(matches) == 1:
                 return self._resolved(mention, normalized, matches[0], "acronym", 1.0)
-        candidates = self._candidates(normalized)
-        if not candidates:
+        keys = block_keys(normalized)
+        if not any(self.blocks.get(key) for key in keys):
             return self._dropped(mention, normalized, "no entity shares a blocking key with it")
         tokens = normalized.split()
         if len(tokens) >= 2:
-            containing = [
-                eid for eid in candidates if any(set(tokens) <= set(alias.split()) for alias in self._surfaces(eid))
-            ]
+            containing = self._containing(tokens, keys)
             if len(containing) == 1:
                 return self._resolved(mention, normalized, containing[0], "containment", 1.0)
-        return self._near_miss(mention, normalized, candidates)
+        return self._near_miss(mention, normalized, keys)
 
-    def _near_miss(self, mention: str, normalized: str, candidates: list[str]) -> ResolutionRecord:
-        width = len(normalized.split())
+    def _initials_of(self, initials: str) -> list[str]:
+        """Entities whose name's normal form has these initials, in registration order."""
+        if self._initials_seen != len(self.canonical):
+            for entity_id, name in islice(self.canonical.items(), self._initials_seen, None):
+                self._by_initials.setdefault(_initials(normalize(name)), []).append(entity_id)
+            self._initials_seen = len(self.canonical)
+        return self._by_initials.get(initials, [])
+
+    def _containing(self, tokens: list[str], keys: list[str]) -> list[str]:
+        """Candidates with one surface holding every token; stops at two (only one decides)."""
+        postings = sorted((self._by_word.get(token, set()) for token in set(tokens)), key=len)
+        found = postings[0].intersection(*postings[1:]) if postings[0] else set()
+        owners: dict[str, None] = {}
+        for surface in found:
+            owner = self.aliases[surface]
+            if owner not in owners and self._rank(owner, keys) is not None:
+                owners[owner] = None
+                if len(owners) > 1:
+                    break
+        return list(owners)
+
+    def _near_miss(self, mention: str, normalized: str, keys: list[str]) -> ResolutionRecord:
         best: dict[str, float] = {}
-        for eid in candidates:
-            for alias in self._surfaces(eid):
-                if len(alias.split()) != width or not _words_pair_up(normalized, alias):
+        rank: dict[str, tuple[int, int]] = {}
+        for alias in self._by_signature.get(_signature(normalized), ()):
+            owner = self.aliases[alias]
+            if owner not in rank:
+                at = self._rank(owner, keys)
+                if at is None:
                     continue
-                score = SequenceMatcher(None, normalized, alias).ratio()
-                if score > best.get(eid, -1.0):
-                    best[eid] = score
+                rank[owner] = at
+            if not _words_pair_up(normalized, alias):
+                continue
+            score = SequenceMatcher(None, normalized, alias).ratio()
+            if score > best.get(owner, -1.0):
+                best[owner] = score
         if not best:
             return self._dropped(mention, normalized, "no candidate alias pairs up with it word by word")
-        ranked = sorted(best.items(), key=lambda item: -item[1])
+        # Best score first; equal scores in block order, as a scan of the candidates would rank them.
+        ranked = sorted(best.items(), key=lambda item: (-item[1], rank[item[0]]))
         winner, score = ranked[0]
         label = self.canonical[winner]
         if score < self.threshold:
@@ -234,15 +314,23 @@ class Resolver:
             )
         return self._resolved(mention, normalized, winner, "near_miss", round(score, 4))
 
-    def _candidates(self, normalized: str) -> list[str]:
-        found: dict[str, None] = {}
-        for key in block_keys(normalized):
-            for eid in self.blocks.get(key, ()):
-                found.setdefault(eid)
-        return list(found)
+    def _rank(self, entity_id: str, keys: list[str]) -> tuple[int, int] | None:
+        """Where a scan of ``keys``' blocks first meets the entity, or ``None`` if it shares none."""
+        positions = self._positions()
+        for index, key in enumerate(keys):
+            at = positions.get(key)
+            if at is not None and entity_id in at:
+                return index, at[entity_id]
+        return None
 
-    def _surfaces(self, entity_id: str) -> list[str]:
-        return self._by_entity.get(entity_id, [])
+    def _positions(self) -> dict[str, dict[str, int]]:
+        if self._pos_source is not self.blocks:
+            self._block_pos = {
+                key: {entity_id: at for at, entity_id in reversed(list(enumerate(members)))}
+                for key, members in self.blocks.items()
+            }
+            self._pos_source = self.blocks
+        return self._block_pos
 
     def _resolved(self, mention: str, normalized: str, eid: str, method: str, score: float) -> ResolutionRecord:
         return ResolutionRecord(mention, normalized, eid, self.canonical[eid], method, score, None)
@@ -285,7 +373,7 @@ class Resolver:
                 index += 1
                 continue
             size, record = taken
-            self.log.append(record)
+            self._log(record)
             if learn and record.entity_id is not None and record.method != "alias":
                 self.add_alias(record.normalized, record.entity_id)
             mentions.append(Mention(index, index + size, record))

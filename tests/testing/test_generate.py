@@ -13,7 +13,7 @@ import pytest
 from contextmesh.core.errors import IdentityError
 from contextmesh.core.graph import ContextGraph
 from contextmesh.core.ids import is_auto_decision_id
-from contextmesh.core.model import EdgeRecord, NodeRecord, construct_record
+from contextmesh.core.model import EdgeRecord, NodeRecord, Provenance, construct_record
 from contextmesh.core.ontology import ONTOLOGY
 from contextmesh.formats.graph_file import dump_graph, load_graph
 from contextmesh.testing import TYPE_MIX, generate_graph, plant_closure
@@ -183,7 +183,20 @@ def test_plant_closure_is_deterministic() -> None:
 
 
 def test_fast_record_construction_matches_model_construct() -> None:
-    # The graph builds records with construct_record; it must be indistinguishable from pydantic's.
+    # Loaders build provenances with construct_record; it must be indistinguishable from pydantic's,
+    # apart from sharing one set of field names between instances.
+    fields = {"source_id": "source:s", "span": (1, 5), "extractor": "synthetic", "checks": (), "recorded_at_build": 0}
+    fast, slow = construct_record(Provenance, **fields), Provenance.model_construct(**fields)
+    assert fast == slow == Provenance(**fields)
+    assert repr(fast) == repr(slow)
+    assert fast.__pydantic_fields_set__ == slow.__pydantic_fields_set__
+    assert fast.model_dump() == slow.model_dump()
+    assert construct_record(Provenance, **fields).__pydantic_fields_set__ is fast.__pydantic_fields_set__
+    partial = construct_record(Provenance, source_id="source:s")  # not every field: falls back
+    assert partial == Provenance.model_construct(source_id="source:s")
+
+
+def test_slotted_records_validate_and_construct_alike() -> None:
     edge = {
         "id": "edge:x",
         "src": "a",
@@ -196,10 +209,16 @@ def test_fast_record_construction_matches_model_construct() -> None:
         "traversals": 0,
         "invalidated": False,
     }
-    fast, slow = construct_record(EdgeRecord, **edge), EdgeRecord.model_construct(**edge)
-    assert fast == slow
-    assert repr(fast) == repr(slow)
-    assert fast.__pydantic_fields_set__ == slow.__pydantic_fields_set__
-    assert fast.model_dump() == slow.model_dump()
-    partial = construct_record(NodeRecord, id="n", type="entity")  # not every field: falls back
+    built, validated, constructed = (
+        EdgeRecord(**edge),
+        EdgeRecord.model_validate(edge),
+        EdgeRecord.model_construct(**edge),
+    )
+    assert built == validated == constructed
+    assert repr(built) == repr(validated)
+    assert built.model_dump() == edge
+    assert not hasattr(built, "__dict__")  # slotted: no per-record dictionary
+    assert built.model_copy(update={"weight": 2.0}).weight == 2.0 and built.weight == 1.0
+    partial = NodeRecord.model_construct(id="n", type="entity")  # fields not given stay unset
     assert partial == NodeRecord.model_construct(id="n", type="entity")
+    assert partial != NodeRecord.model_construct(id="n", type="claim")

@@ -1,0 +1,325 @@
+"""The graph loader's fast pass: every node and edge rule of ``docs/formats/graph-v2.md`` checked
+column by column over the parsed records, then the records built once, without re-validation.
+
+A 500,000-edge file spent most of its load in per-record Python: a pydantic validation, then the
+live write path checking the same values again, then an edge id recomputed from its slug. Here each
+field of a list is taken out as one column and checked with C-level passes (``map``, ``set``, list
+equality) — types, ranges, uniqueness, endpoints, legal pairs, and each edge id against the one
+derived from its endpoints (the body derived once per source node, the SHA-1 tails in one pass) —
+and the records are then constructed directly into the graph, adjacency appended in bulk.
+
+The pass only *decides*: it returns ``False``, having stored nothing, at the first column that is
+not exactly what the format allows, and the loader then runs the per-record pass of
+:mod:`contextmesh.formats.graph_file`, which applies the same rules record by record in the page's
+order and reports the first problem with its path. So the fast pass accepts a subset of what the
+per-record pass accepts (exact JSON types only, no tuples or subclasses from a caller's Python
+data), and builds the same graph for it.
+"""
+
+from __future__ import annotations
+
+import operator
+from collections import deque
+from collections.abc import Sequence
+from itertools import compress, repeat
+from typing import Any
+
+from contextmesh.core.canonical import MAX_SAFE_INTEGER, text_hashes, unshared_copy
+from contextmesh.core.graph import ContextGraph
+from contextmesh.core.ids import edge_body, fold, long_body
+from contextmesh.core.model import EdgeRecord, EdgeSchema, NodeRecord, NodeSchema, Provenance, construct_record
+from contextmesh.core.vectors import checked_bytes
+
+__all__ = ["fast_edges", "fast_nodes"]
+
+_NODE_FIELDS = tuple(NodeSchema.model_fields)
+_EDGE_FIELDS = tuple(EdgeSchema.model_fields)
+_PROVENANCE_KEYS = frozenset(Provenance.model_fields)
+_INFINITY = float("inf")
+_RECORD_FIELDS = frozenset(NodeSchema.model_fields)
+_TYPE_OF = operator.attrgetter("type")
+
+
+def _only(column: Sequence[Any], *kinds: type) -> bool:
+    """Every value's exact type is one of ``kinds`` (``bool`` is not ``int`` here)."""
+    return set(map(type, column)) <= set(kinds)
+
+
+def _counts(column: Sequence[Any], ceiling: int = MAX_SAFE_INTEGER) -> bool:
+    """Every value an exact ``int`` in ``0..ceiling``."""
+    return _only(column, int) and (not column or (min(column) >= 0 and max(column) <= ceiling))
+
+
+def _json_only(values: list[Any]) -> bool:
+    """Plain JSON data as the strict schema takes it: lists (no tuples), string keys, exact types,
+    finite floats, integers within ±(2**53 - 1)."""
+    stack = list(values)
+    pop, extend = stack.pop, stack.extend
+    while stack:
+        item = pop()
+        kind = type(item)
+        if kind is str or kind is bool or item is None:
+            continue
+        if kind is dict:
+            if not _only(list(item), str):
+                return False
+            extend(item.values())
+        elif kind is list:
+            extend(item)
+        elif kind is int:
+            if not -MAX_SAFE_INTEGER <= item <= MAX_SAFE_INTEGER:
+                return False
+        elif kind is not float or item - item != 0.0:
+            return False
+    return True
+
+
+def _provenances(graph: ContextGraph, column: Sequence[Any], ids: dict[str, str]) -> list[Provenance | None] | None:
+    """Each provenance checked (G13, G14, G18) and built, or ``None`` when any is not exactly right.
+
+    A source id naming a node of the file takes that node's id string (``ids``: the file's id to it).
+    """
+    shared: dict[str, str] = {}  # one string object per extractor name
+    out: list[Provenance | None] = []
+    for value in column:
+        if value is None:
+            out.append(None)
+            continue
+        if type(value) is not dict or value.keys() != _PROVENANCE_KEYS:
+            return None
+        source_id, span, extractor, checks, recorded = (
+            value["source_id"],
+            value["span"],
+            value["extractor"],
+            value["checks"],
+            value["recorded_at_build"],
+        )
+        if type(source_id) is not str or not source_id or type(extractor) is not str:
+            return None
+        if span is not None and not (type(span) is list and len(span) == 2 and _counts(span) and span[0] <= span[1]):
+            return None
+        if type(checks) is not list or not _only(checks, str) or len(set(checks)) != len(checks):
+            return None
+        if type(recorded) is not int or not 0 <= recorded <= graph.build:
+            return None
+        out.append(
+            construct_record(
+                Provenance,
+                source_id=ids.get(source_id, source_id),
+                span=None if span is None else (span[0] + 0, span[1] + 0),  # not the parsed file's ints
+                extractor=shared.setdefault(extractor, extractor),
+                checks=tuple(checks),
+                recorded_at_build=recorded,
+            )
+        )
+    return out
+
+
+def _must_carry(
+    graph: ContextGraph,
+    types: Sequence[str],
+    attrs: Sequence[dict[str, Any]],
+    provenance: Sequence[Any],
+    embeddings: Sequence[Any],
+) -> bool:
+    """G20 for every node, as the live write checks it (an assumption's provenance and a decision's
+    embedding are not what its write is given, so they satisfy nothing)."""
+    needs = {}
+    for node_type, required in graph.ontology.must_carry.items():
+        names = tuple(n for n in required if n not in _RECORD_FIELDS)
+        needs[node_type] = (
+            names,
+            "provenance" in required,
+            "embedding" in required,
+        )
+    for node_type, node_attrs, prov, emb in zip(types, attrs, provenance, embeddings, strict=True):
+        names, wants_provenance, wants_embedding = needs[node_type]
+        if wants_provenance and (prov is None or node_type == "assumption"):
+            return False
+        if wants_embedding and (emb is None or node_type == "decision"):
+            return False
+        for name in names:
+            if name not in node_attrs:
+                return False
+    return True
+
+
+def _columns(raw: list[Any], fields: tuple[str, ...]) -> tuple[tuple[Any, ...], ...] | None:
+    """The records' fields as columns, in ``fields`` order, when every record is a plain ``dict``
+    with exactly those keys (G11/G12, G37/G38); else ``None``."""
+    if not _only(raw, dict) or not all(map(operator.eq, map(len, raw), repeat(len(fields)))):
+        return None
+    try:
+        rows = list(map(operator.itemgetter(*fields), raw))  # a missing key raises; the count rules out others
+    except KeyError:
+        return None
+    return tuple(zip(*rows, strict=True)) if rows else tuple(() for _ in fields)
+
+
+def fast_nodes(graph: ContextGraph, raw: list[Any]) -> bool:
+    """Check and store every node (G11-G20), or store nothing and return ``False``."""
+    columns = _columns(raw, _NODE_FIELDS)
+    if columns is None:
+        return False
+    ids, types, labels, attrs, provenance, texts, builds, walks, pruned, invalidated = columns
+    if not (_only(ids, str) and all(ids) and len(set(ids)) == len(ids) and not set(ids) & graph.nodes.keys()):
+        return False
+    if not (_only(types, str) and set(types) <= graph.ontology.must_carry.keys() and _only(labels, str)):
+        return False
+    if not (_only(attrs, dict) and _json_only(list(attrs))):
+        return False
+    if not (_counts(builds, graph.build) and _counts(walks) and _only(pruned, bool) and _only(invalidated, bool)):
+        return False
+    if not _only(texts, str, type(None)):
+        return False
+    vectors = [None if text is None else checked_bytes(text) for text in texts]
+    if vectors.count(None) != texts.count(None):
+        return False
+    if not _must_carry(graph, types, attrs, provenance, texts):
+        return False
+    kept = unshared_copy([ids, labels, attrs])  # see unshared_copy: the parsed file's memory goes back
+    if kept is None:
+        return False
+    checked = _provenances(graph, provenance, dict(zip(ids, kept[0], strict=True)))
+    if checked is None:
+        return False
+    start = graph._next_seq
+    records = map(
+        NodeRecord,
+        kept[0],
+        map(graph._names.__getitem__, types),
+        kept[1],
+        kept[2],
+        checked,
+        graph._vectors.add_many(vectors),
+        builds,
+        walks,
+        pruned,
+        invalidated,
+        repeat(graph._vectors),
+        range(start, start + len(ids)),
+    )
+    graph.nodes.update(zip(kept[0], records, strict=True))
+    graph._next_seq = start + len(ids)
+    return True
+
+
+def _endpoints(
+    graph: ContextGraph, ids: tuple[str, ...], srcs: tuple[str, ...], types: tuple[str, ...], dsts: tuple[str, ...]
+) -> tuple[list[str], list[NodeRecord], list[NodeRecord]] | None:
+    """G43's endpoint checks and G44 for every edge: each endpoint names a node, each id is the one
+    derived from its source, type and target. Returns the derived ids (equal to the file's, and
+    not the parsed file's objects) and the endpoints' records.
+
+    Each node id is folded once (:func:`contextmesh.core.ids.fold`); an edge's body is then its
+    source's (when the source alone decides it) or three folds joined, and the SHA-1 tails come
+    from one pass over the edges' texts. One look-up per endpoint finds the node and its fold.
+    """
+    folded: dict[str, tuple[NodeRecord, str, str | None]] = {}
+    for nid, node in graph.nodes.items():
+        node_fold = fold(nid)
+        folded[nid] = (node, node_fold, long_body(node_fold))
+    sources: list[Any] = list(map(folded.get, srcs))
+    targets: list[Any] = list(map(folded.get, dsts))
+    if any(map(operator.is_, sources, repeat(None))) or any(map(operator.is_, targets, repeat(None))):
+        return None
+    body_of = list(map(operator.itemgetter(2), sources))
+    if None in body_of:  # short sources: the type and target decide the rest of the body
+        type_folds = {t: fold(t) for t in graph._legal}
+        for index in [i for i, body in enumerate(body_of) if body is None]:
+            body_of[index] = edge_body(sources[index][1], type_folds[types[index]], targets[index][1])
+    hashes = text_hashes(list(map("{}|{}|{}".format, srcs, types, dsts)), 6)
+    derived = list(map("edge:{}-{}".format, body_of, hashes))
+    if list(ids) != derived:
+        return None
+    first = operator.itemgetter(0)
+    return derived, list(map(first, sources)), list(map(first, targets))
+
+
+def fast_edges(graph: ContextGraph, raw: list[Any]) -> bool:
+    """Check and store every edge (G37-G47), or store nothing and return ``False``."""
+    columns = _columns(raw, _EDGE_FIELDS)
+    if columns is None:
+        return False
+    ids, srcs, dsts, types, evidence, weights, builds, bound, traversals, invalidated = columns
+    if not (_only(ids, str) and _only(srcs, str) and _only(dsts, str) and _only(types, str)):
+        return False
+    if not set(types) <= graph._legal.keys() or any(map(operator.eq, srcs, dsts)):
+        return False
+    if not (_only(weights, float) and all(map(operator.lt, repeat(0.0), weights))):
+        return False
+    if not all(map(operator.gt, repeat(_INFINITY), weights)):
+        return False
+    if not (_counts(builds, graph.build) and _counts(traversals)):
+        return False
+    if not (_only(invalidated, bool) and _only(evidence, list) and _only(bound, str, type(None))):
+        return False
+    endpoints = _endpoints(graph, ids, srcs, types, dsts)
+    if endpoints is None:
+        return False
+    derived, sources, targets = endpoints
+    if len(set(derived)) != len(derived):  # G40 (a repeated triple, G41, derives a repeated id too)
+        return False
+    legal = {(t, a, b) for t, pairs in graph._legal.items() for a, b in pairs}
+    kinds = zip(types, map(_TYPE_OF, sources), map(_TYPE_OF, targets), strict=True)
+    if not all(map(legal.__contains__, kinds)):
+        return False
+    evidence_ids = _evidence(graph, evidence)
+    if evidence_ids is None or not set(bound) - {None} <= graph.assumptions.keys():
+        return False
+    _store(graph, (tuple(derived), *columns[1:]), sources, targets, evidence_ids)
+    return True
+
+
+def _evidence(graph: ContextGraph, column: Sequence[list[Any]]) -> list[tuple[str, ...]] | None:
+    """G45, G46: each list names nodes, each once; as tuples of the nodes' own id strings."""
+    out: list[tuple[str, ...]] = []
+    for ids in column:
+        if not ids:
+            out.append(())
+            continue
+        if not _only(ids, str) or len(set(ids)) != len(ids):
+            return None
+        named = [graph.nodes.get(i) for i in ids]
+        if any(node is None for node in named):
+            return None
+        out.append(tuple(node.id for node in named if node is not None))
+    return out
+
+
+def _store(
+    graph: ContextGraph,
+    columns: tuple[tuple[Any, ...], ...],
+    sources: list[NodeRecord],
+    targets: list[NodeRecord],
+    evidence_ids: list[tuple[str, ...]],
+) -> None:
+    """Construct every checked edge once and append it to its endpoints' adjacency in bulk."""
+    ids, _, _, types, _, weights, builds, bound, traversals, invalidated = columns
+    assumption_of: dict[str | None, str | None] = {aid: graph.nodes[aid].id for aid in graph.assumptions}
+    assumption_of[None] = None
+    # One float object per distinct weight, and not the parsed file's.
+    shared = {weight: weight + 0.0 for weight in dict.fromkeys(weights)}
+    start = graph._next_seq
+    records = list(
+        map(
+            EdgeRecord,
+            ids,
+            map(operator.attrgetter("id"), sources),  # the nodes' own id strings, not the file's copies
+            map(operator.attrgetter("id"), targets),
+            map(graph._names.__getitem__, types),
+            evidence_ids,
+            map(shared.__getitem__, weights),
+            builds,
+            map(assumption_of.__getitem__, bound),
+            traversals,
+            invalidated,
+            range(start, start + len(ids)),
+        )
+    )
+    graph._next_seq = start + len(records)
+    graph.edges.update(zip(ids, records, strict=True))
+    deque(map(list.append, map(operator.attrgetter("_out"), sources), records), maxlen=0)
+    deque(map(list.append, map(operator.attrgetter("_in"), targets), records), maxlen=0)
+    for record in compress(records, map(operator.is_not, bound, repeat(None))):
+        graph._bound.setdefault(record.assumption_id, []).append(record.id)  # type: ignore[arg-type]
