@@ -18,7 +18,6 @@ With nothing subscribed the loop never polls.
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import math
 from collections.abc import Awaitable, Callable, Hashable
@@ -26,6 +25,7 @@ from collections.abc import Awaitable, Callable, Hashable
 import anyio
 import anyio.to_thread
 
+from contextmesh.core.canonical import sha256_hex
 from contextmesh.mcp.read_tools import MeshToolError
 from contextmesh.mcp.served_session import ServedSession
 
@@ -160,4 +160,4 @@ class ResourceWatch:
 
 
 def _digest(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+    return sha256_hex(text.encode("utf-8"))
