@@ -108,7 +108,22 @@ def step(name: str) -> None:
 
 def latest_generation(directory: Path) -> int:
     """The newest manifest generation present as a regular file (0 for none); symlinks and the rest are ignored."""
-    best = 0
+    # A writer keeps only the newest two manifests, so a reader slower than two commits can find
+    # every name it listed swept before it looks at them. That directory is not empty: list again
+    # (bounded, so a writer committing forever cannot hold the reader here).
+    for _ in range(_RELISTS):
+        best, swept = _newest_listed(directory)
+        if best or not swept:
+            return best
+    return best
+
+
+_RELISTS = 16
+
+
+def _newest_listed(directory: Path) -> tuple[int, bool]:
+    """The newest manifest generation in one listing, and whether a listed manifest vanished meanwhile."""
+    best, swept = 0, False
     try:
         names = os.listdir(directory)
     except OSError as exc:
@@ -120,10 +135,11 @@ def latest_generation(directory: Path) -> int:
         try:
             regular = stat.S_ISREG(os.lstat(directory / name).st_mode)  # lstat: never opens, never follows
         except FileNotFoundError:
-            continue  # swept meanwhile
+            swept = True  # swept meanwhile
+            continue
         if regular:
             best = max(best, int(match.group(1)))
-    return best
+    return best, swept
 
 
 def _fsync_dir(directory: Path) -> None:

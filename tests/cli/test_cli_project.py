@@ -51,7 +51,13 @@ def cli(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp
 
 
 def tree(root: Path) -> dict[str, bytes]:
-    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+    """The project's files. Python's own bytecode cache is left out: importing the project's code
+    writes it whatever ContextMesh does (CI runs with bytecode writing on), and it is not the project's."""
+    return {
+        str(p.relative_to(root)): p.read_bytes()
+        for p in sorted(root.rglob("*"))
+        if p.is_file() and "__pycache__" not in p.parts
+    }
 
 
 def test_every_command_works_on_a_project_found_from_the_working_directory(
