@@ -251,6 +251,25 @@ def _kind_of(mode: int) -> str:
     return "a device or other special file"
 
 
+def _examined(text: str, rule: str, *, may_be_absent: bool) -> tuple[Path, os.stat_result | None]:
+    """The path ``text`` names and what is there (``None``: nothing, which ``may_be_absent`` allows,
+    under a parent that could hold it); every refusal names the value and ``rule``."""
+    problem = _path_problem(text)
+    if problem is not None:
+        raise _refuse_path(text, f"{problem}; {rule}")
+    path = Path(text)
+    found = _status(path)
+    if isinstance(found, str):
+        raise _refuse_path(text, f"{found}; {rule}")
+    if found is None:
+        if not may_be_absent:
+            raise _refuse_path(text, f"does not exist; {rule}")
+        problem = _ancestor_problem(path)
+        if problem is not None:
+            raise _refuse_path(text, f"{problem}; {rule}")
+    return path, found
+
+
 @dataclass(frozen=True)
 class PathOption:
     """A directory path. ``kind``: ``existing-dir`` (must be one), ``new-dir`` (absent or an empty
@@ -261,19 +280,8 @@ class PathOption:
 
     def __call__(self, text: str) -> Path:
         rule = f"the rule is {self.what}"
-        problem = _path_problem(text)
-        if problem is not None:
-            raise _refuse_path(text, f"{problem}; {rule}")
-        path = Path(text)
-        found = _status(path)
-        if isinstance(found, str):
-            raise _refuse_path(text, f"{found}; {rule}")
+        path, found = _examined(text, rule, may_be_absent=self.kind != "existing-dir")
         if found is None:
-            if self.kind == "existing-dir":
-                raise _refuse_path(text, f"does not exist; {rule}")
-            problem = _ancestor_problem(path)
-            if problem is not None:
-                raise _refuse_path(text, f"{problem}; {rule}")
             return path
         if not stat.S_ISDIR(found.st_mode):
             raise _refuse_path(text, f"is {_kind_of(found.st_mode)}; {rule}")
@@ -295,17 +303,8 @@ class FeedFile:
 
     def __call__(self, text: str) -> Path:
         rule = "the rule is the advisory feed file: a regular file, or a new name in an existing directory tree"
-        problem = _path_problem(text)
-        if problem is not None:
-            raise _refuse_path(text, f"{problem}; {rule}")
-        path = Path(text)
-        found = _status(path)
-        if isinstance(found, str):
-            raise _refuse_path(text, f"{found}; {rule}")
+        path, found = _examined(text, rule, may_be_absent=True)
         if found is None:
-            problem = _ancestor_problem(path)
-            if problem is not None:
-                raise _refuse_path(text, f"{problem}; {rule}")
             return path
         if not stat.S_ISREG(found.st_mode):
             raise _refuse_path(text, f"is {_kind_of(found.st_mode)}; {rule}")
@@ -323,19 +322,8 @@ class FilePath:
 
     def __call__(self, text: str) -> Path:
         rule = f"the rule is {self.what}"
-        problem = _path_problem(text)
-        if problem is not None:
-            raise _refuse_path(text, f"{problem}; {rule}")
-        path = Path(text)
-        found = _status(path)
-        if isinstance(found, str):
-            raise _refuse_path(text, f"{found}; {rule}")
+        path, found = _examined(text, rule, may_be_absent=self.kind == "write-file")
         if found is None:
-            if self.kind != "write-file":
-                raise _refuse_path(text, f"does not exist; {rule}")
-            problem = _ancestor_problem(path)
-            if problem is not None:
-                raise _refuse_path(text, f"{problem}; {rule}")
             return path
         allowed = stat.S_ISREG(found.st_mode) or (self.kind == "read-path" and stat.S_ISDIR(found.st_mode))
         if not allowed:
