@@ -19,7 +19,7 @@ a graph holds millions, are slotted classes checked by their schemas ``NodeSchem
 from __future__ import annotations
 
 import copy
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from typing import Annotated, Any, ClassVar, Literal, Self, TypeVar
 
 from pydantic import (
@@ -157,10 +157,15 @@ class _SlottedRecord:
     def _reset(self) -> None:
         """Give the private slots their unstored values."""
 
-    def model_dump(self, *, mode: Literal["python", "json"] = "python") -> dict[str, Any]:
-        """The fields as plain data (a provenance as its own dump; tuples as lists in json mode)."""
+    def model_dump(
+        self, *, mode: Literal["python", "json"] = "python", exclude: Collection[str] = ()
+    ) -> dict[str, Any]:
+        """The fields as plain data (a provenance as its own dump; tuples as lists in json mode),
+        without the fields named in ``exclude`` — as pydantic's ``model_dump`` takes them."""
         out: dict[str, Any] = {}
         for name in self._fields:
+            if name in exclude:
+                continue
             value = getattr(self, name)
             if isinstance(value, BaseModel):
                 value = value.model_dump(mode=mode)
