@@ -104,7 +104,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     from datetime import timedelta  # noqa: PLC0415
 
     from prefect import serve  # noqa: PLC0415
-    from prefect.client.schemas.objects import ConcurrencyLimitConfig, ConcurrencyLimitStrategy  # noqa: PLC0415
     from prefect.events import DeploymentEventTrigger  # noqa: PLC0415
 
     from contextmesh.orchestration.flow_bodies import peek  # noqa: PLC0415
@@ -136,10 +135,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             name="recheck",
             interval=timedelta(seconds=args.interval),
             parameters={**base, "resume_deployment": PLAN if args.trigger == "run-deployment" else ""},
+            # No deployment concurrency limit: the recheck flow holds the session's recheck slot itself
+            # and a scheduled run that comes due while another recheck runs ends Skipped — a
+            # deployment limit would cancel runs the runner fetched 10 s early (ADR 0016).
             tags=tags,
-            # A recheck that comes due while one runs is cancelled, not queued: a backlog of rechecks
-            # would only audit the same facts again, and would hold up repairs and resumes behind it.
-            concurrency_limit=ConcurrencyLimitConfig(limit=1, collision_strategy=ConcurrencyLimitStrategy.CANCEL_NEW),
         ),
         repair.to_deployment(name="repair", parameters=base, tags=tags),
     ]

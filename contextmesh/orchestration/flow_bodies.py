@@ -43,12 +43,9 @@ from pathlib import Path
 from typing import Any, Literal, cast
 
 from prefect import Flow, flow
-from prefect.artifacts import create_table_artifact
 from prefect.client.orchestration import get_client
-from prefect.client.schemas.actions import GlobalConcurrencyLimitCreate
-from prefect.concurrency.sync import concurrency
+from prefect.client.schemas.objects import State
 from prefect.context import FlowRunContext
-from prefect.exceptions import ObjectAlreadyExists, ObjectNotFound
 from prefect.futures import PrefectFuture, wait
 from prefect.runtime import flow_run as runtime_flow_run
 from prefect.task_runners import TaskRunner, ThreadPoolTaskRunner
@@ -56,12 +53,24 @@ from prefect.task_runners import TaskRunner, ThreadPoolTaskRunner
 from contextmesh.core.errors import ContextMeshError, ExecutionError
 from contextmesh.execution.plan import Plan, RecheckReport, RoundReport
 from contextmesh.execution.report_codec import recheck_report_from_dict, round_report_from_dict, to_dict
+from contextmesh.execution.run_reasons import repair_message
 from contextmesh.execution.task_registry import TaskRegistry
 from contextmesh.orchestration.announce import Outbox
 from contextmesh.orchestration.prefect_executor import PrefectExecutor, cached_run, flow_run_id
 from contextmesh.orchestration.resume import ResumeTrigger
+from contextmesh.orchestration.round_table import behind, publish_round_table, why_links
+from contextmesh.orchestration.run_links import artifact_url, flow_run_url
+from contextmesh.orchestration.run_logs import log_loaded, log_round, run_logger
 from contextmesh.orchestration.run_report import RunReport, publish_report
+from contextmesh.orchestration.run_states import COMPLETED, SKIPPED, final_state, recheck_state, round_state
 from contextmesh.orchestration.served_record import peek
+from contextmesh.orchestration.slots import (
+    SLOT_LEASE_SECONDS,
+    ensure_limit,
+    limit_name,
+    recheck_turn,
+    session_slot,
+)
 from contextmesh.session.plan_check import plan_of
 from contextmesh.session.session import Session
 
@@ -70,7 +79,9 @@ __all__ = [
     "PLAN_FLOW",
     "RECHECK_FLOW",
     "REPAIR_FLOW",
+    "SLOT_LEASE_SECONDS",
     "cached_shown",
+    "ensure_limit",
     "limit_name",
     "make_plan_flow",
     "make_recheck_flow",
@@ -83,6 +94,7 @@ __all__ = [
     "run_plan_round",
     "run_recheck",
     "run_repair",
+    "session_slot",
 ]
 
 CACHED_RUNS_ALL_UP_TO = 50
@@ -90,11 +102,6 @@ PLAN_FLOW = "contextmesh-plan"
 RECHECK_FLOW = "contextmesh-recheck"
 REPAIR_FLOW = "contextmesh-repair"
 Mode = Literal["run", "resume"]
-
-
-def limit_name(session_id: str) -> str:
-    """The Prefect global concurrency limit that serialises a session's writers."""
-    return f"contextmesh-session-{session_id}"
 
 
 # -- reading a session's identity cheaply (for names and the limit, before the full load) ----------
@@ -136,35 +143,6 @@ def _identify(name: str, plan: str, session_id: str) -> None:
     ctx.flow_run.name, ctx.flow_run.tags = name, wanted
 
 
-# -- the session's concurrency limit ----------------------------------------------------------------
-
-
-def ensure_limit(name: str) -> None:
-    """Create the global concurrency limit ``name`` (one slot) unless it exists."""
-    with get_client(sync_client=True) as client:
-        try:
-            client.read_global_concurrency_limit_by_name(name)
-        except ObjectNotFound:
-            with contextlib.suppress(ObjectAlreadyExists):
-                client.create_global_concurrency_limit(GlobalConcurrencyLimitCreate(name=name, limit=1))
-
-
-# The slot is a lease the holder renews (every 3/4 of it) while it runs. A holder killed outright
-# (SIGKILL, OOM, a lost host) cannot release it: the server frees it only when the lease expires,
-# so the lease bounds how long the next writer of the session waits after a crash. Prefect's
-# default is 300 s; 60 s is the shortest the API accepts.
-SLOT_LEASE_SECONDS = 60.0
-
-
-@contextlib.contextmanager
-def session_slot(session_id: str) -> Iterator[None]:
-    """Hold the session's one writer slot for the block (waits while another flow run holds it)."""
-    name = limit_name(session_id)
-    ensure_limit(name)
-    with concurrency(name, occupy=1, strict=True, lease_duration=SLOT_LEASE_SECONDS):
-        yield
-
-
 # -- shared steps -------------------------------------------------------------------------------------
 
 
@@ -190,14 +168,6 @@ def _announce(
     return outbox, outbox.flush(runner.ledger)
 
 
-def _round_description(plan: str, report: RoundReport, mode: Mode, session_id: str) -> str:
-    text = f"{plan} · round {report.round} ({mode}) of session {session_id}"
-    if report.blocked:
-        waiting = ", ".join(sorted(report.blocked))
-        text += f" — {len(report.blocked)} task(s) wait for repair: {waiting}"
-    return text
-
-
 def cached_shown(runner: Plan, report: RoundReport) -> list[str]:
     """The untouched tasks that get a ``Cached`` run: all of them in a plan of at most 50 tasks,
     else only those a task that ran this round needs directly."""
@@ -214,32 +184,6 @@ def _cached_runs(runner: Plan, shown: list[str]) -> list[PrefectFuture[Any]]:
         task = runner.tasks[name]
         futures.append(cached_run(runner.name, name, task.worker_key, task.assumption_id, task.output, tagged=tagged))
     return futures
-
-
-def _round_table(runner: Plan, report: RoundReport, shown: set[str]) -> list[dict[str, str]]:
-    rows = []
-    for name in runner.tasks:
-        if name in report.blocked:
-            rows.append({"task": name, "outcome": "blocked", "task run": "none", "reason": report.blocked[name]})
-        elif name in report.failed:
-            rows.append({"task": name, "outcome": "failed", "task run": name, "reason": report.failed[name]})
-        elif name in report.executed:
-            rows.append({"task": name, "outcome": "executed", "task run": name, "reason": ""})
-        elif name in report.stale:
-            rows.append(
-                {
-                    "task": name,
-                    "outcome": "stale",
-                    "task run": name if name in report.runs else "none",
-                    "reason": runner.tasks[name].error or "its ground fell this round",
-                }
-            )
-        elif name in report.cached:
-            run = f"{name} · cached" if name in shown else "none (listed here only)"
-            rows.append({"task": name, "outcome": "cached", "task run": run, "reason": "untouched"})
-        else:
-            rows.append({"task": name, "outcome": runner.tasks[name].state.value, "task run": "none", "reason": ""})
-    return rows
 
 
 # -- the factories ----------------------------------------------------------------------------------
@@ -304,6 +248,12 @@ class _Writer:
         """After the commit: name the run for the round it ran, flush what it announced; the runner."""
         runner = self.runner
         _identify(f"{runner.name} · round {round_}{suffix}", runner.name, self.session_id)
+        run_logger().info(
+            "committed round %d as session generation %d (ledger head %s)",
+            round_,
+            self.session.generation,
+            runner.ledger.head[:16],
+        )
         self.announced += _announce(self.session, self.outbox, self.session_dir, self.resume)[1]
         return runner
 
@@ -344,18 +294,19 @@ def _writing(session_dir: str, registry: TaskRegistry, suffix: str, resume: Resu
         session = _load(session_dir, registry)
         runner = _with(session, executor)
         _identify(f"{runner.name} · round {runner.round + 1}{suffix}", runner.name, session_id)
+        log_loaded(session, runner)
         outbox, announced = _announce(session, None, session_dir, resume)
         yield _Writer(session_id, session_dir, session, executor, outbox, announced, resume)
 
 
 def run_plan_round(
     session_dir: str, mode: Mode, registry: TaskRegistry, *, resume: ResumeTrigger | None = None
-) -> dict[str, Any]:
+) -> State[Any]:
     """The body of a plan flow run: run (every ready task) or resume (stale and pending only) one round.
 
     Must run inside a flow run made with :func:`plan_flow_options`. ``resume`` is passed on to the
     announcements this run re-emits (a disproof committed by a recheck that crashed before it
-    announced).
+    announced). Returns the run's final state (ADR 0016), whose data is the result dict.
     """
     if mode not in ("run", "resume"):
         raise ExecutionError(f"plan flow mode {mode!r}: a plan round runs in mode 'run' or 'resume'")
@@ -367,16 +318,14 @@ def run_plan_round(
 
         report = session.apply(one_round, retries=2)
         runner = held.runner
+        log_round(runner, report, mode)
         shown = cached_shown(runner, report)
         wait(_cached_runs(runner, shown))
         held.committed(report.round)
-    create_table_artifact(
-        key=f"cm-round-{report.round}",
-        table=_round_table(runner, report, set(shown)),
-        description=_round_description(runner.name, report, mode, session_id),
-    )
+    why = behind(runner, session_id, report)
+    key = publish_round_table(runner, report, mode, session_id, set(shown), why_links(why))
     result = held.result(report)
-    return {
+    data = {
         **result,
         "mode": mode,
         "executed": report.executed,
@@ -385,28 +334,70 @@ def run_plan_round(
         "failed": report.failed,
         "task_runs": result["task_runs"] + len(shown),
     }
+    state = round_state(runner, report, mode, data)
+    receipts = "; ".join(f"receipt {artifact_url(item.artifact_key)}" for item in why)
+    if receipts:
+        state.message = f"{state.message}; {receipts}"
+    run_logger().info("published %s; ending %s: %s", key, state.name, state.message)
+    return state
 
 
-def run_recheck(session_dir: str, registry: TaskRegistry, *, resume: ResumeTrigger | None = None) -> dict[str, Any]:
+def run_recheck(
+    session_dir: str, registry: TaskRegistry, *, resume: ResumeTrigger | None = None, scheduled: bool | None = None
+) -> State[Any]:
     """The body of a recheck flow run: every standing auditor; a disproof committed, then announced.
 
     With ``resume``, each announcement delivered here also starts the plan deployment in resume
-    mode (:mod:`contextmesh.orchestration.resume`); the started runs are in ``resumes``.
+    mode (:mod:`contextmesh.orchestration.resume`); the started runs are in ``resumes``. A
+    ``scheduled`` run (default: the flow run's ``auto_scheduled``) that finds another recheck of the
+    session running at its due time is skipped (:mod:`contextmesh.orchestration.slots`).
     """
-    with _writing(session_dir, registry, " · recheck", resume) as held:
-        executor = held.executor
+    session_id, _, _ = peek(session_dir)
+    ctx = FlowRunContext.get()
+    this = ctx.flow_run if ctx is not None else None
+    if scheduled is None:
+        scheduled = bool(this is not None and this.auto_scheduled)
+    due = this.expected_start_time if this is not None else None
+    with recheck_turn(session_id, scheduled=scheduled, due=due) as turn:
+        if not turn:
+            return _skipped(session_dir, session_id)
+        with _writing(session_dir, registry, " · recheck", resume) as held:
+            executor = held.executor
 
-        def one_recheck(s: Session) -> RecheckReport:
-            return _with(s, executor).recheck()
+            def one_recheck(s: Session) -> RecheckReport:
+                return _with(s, executor).recheck()
 
-        report = held.session.apply(one_recheck, retries=2)
-        held.committed(report.round, " · recheck")
-    return {**held.result(report), "stale": report.stale, "resumes": list(held.outbox.resumes)}
+            report = held.session.apply(one_recheck, retries=2)
+            runner = held.runner
+            run_logger().info(
+                "recheck round %d audited %s; disproved %d; stale now: %s",
+                report.round,
+                ", ".join(report.audited) or "nothing",
+                len(report.invalidations),
+                ", ".join(report.stale) or "none",
+            )
+            held.committed(report.round, " · recheck")
+    resumes = list(held.outbox.resumes)
+    data = {**held.result(report), "stale": report.stale, "resumes": resumes}
+    after = "; ".join(f"resume started: {flow_run_url(str(r['flow_run_id']))}" for r in resumes)
+    state = recheck_state(runner, report, data, after)
+    run_logger().info("ending %s: %s", state.name, state.message)
+    return state
+
+
+def _skipped(session_dir: str, session_id: str) -> State[Any]:
+    message = (
+        f"skipped: another recheck of session {session_id} was still running when this one came due; it audits "
+        "the same facts, so nothing was audited or committed here"
+    )
+    run_logger().info(message)
+    data = {"session_id": session_id, "session_dir": session_dir, "flow_run_id": flow_run_id(), "skipped": True}
+    return final_state(SKIPPED, message, data)
 
 
 def run_repair(
     session_dir: str, registry: TaskRegistry, *, task: str, worker_key: str | None, assumes: str
-) -> dict[str, Any]:
+) -> State[Any]:
     """The body of a repair flow run: ground one stale or failed task on new ground (and a new key).
 
     Runs no code: the key is checked against ``registry`` and recorded; the next resume runs it.
@@ -416,6 +407,14 @@ def run_repair(
         session = _load(session_dir, registry)
         plan = session.runner.name if session.runner else ""
         _identify(f"{plan} · repair {task}", plan, session_id)
+        run_logger().info(
+            "loaded session %s generation %d; repairing %s onto %r (key %s)",
+            session_id,
+            session.generation,
+            task,
+            assumes,
+            worker_key or "unchanged",
+        )
 
         def one_repair(s: Session) -> dict[str, Any]:
             runner = s.runner
@@ -424,7 +423,8 @@ def run_repair(
             return {"task": repaired.name, "worker_key": repaired.worker_key, "assumption_id": repaired.assumption_id}
 
         done = session.apply(one_repair, retries=2)
-    return {
+        runner = plan_of(session)
+    data = {
         "session_id": session_id,
         "session_dir": session_dir,
         "generation": session.generation,
@@ -433,32 +433,38 @@ def run_repair(
         **done,
         "assumes": assumes,
     }
+    message = f"{repair_message(runner, task)}; committed as session generation {session.generation}"
+    run_logger().info(message)
+    return final_state(COMPLETED, message, data)
 
 
 def make_plan_flow(
     registry: TaskRegistry, *, max_workers: int = 8, task_runner: TaskRunner[PrefectFuture[Any]] | None = None
 ) -> Flow[..., dict[str, Any]]:
-    """A flow that runs or resumes one round of a session's plan as one flow run."""
+    """A flow that runs or resumes one round of a session's plan as one flow run.
+
+    The flow returns its final state (ADR 0016); calling it returns that state's data, the result dict.
+    """
 
     @flow(**plan_flow_options(max_workers=max_workers, task_runner=task_runner))
-    def plan_round(session_dir: str, mode: Mode = "run") -> dict[str, Any]:
+    def plan_round(session_dir: str, mode: Mode = "run") -> State[Any]:
         """Run (every ready task) or resume (stale and pending only) one round of the session's plan."""
         return run_plan_round(session_dir, mode, registry)
 
-    return plan_round
+    return cast("Flow[..., dict[str, Any]]", plan_round)
 
 
 def make_recheck_flow(
     registry: TaskRegistry, *, max_workers: int = 8, resume: ResumeTrigger | None = None
 ) -> Flow[..., dict[str, Any]]:
-    """A flow that runs every standing auditor of a session's plan as one flow run."""
+    """A flow that runs every standing auditor of a session's plan as one flow run (see :func:`make_plan_flow`)."""
 
     @flow(**recheck_flow_options(max_workers=max_workers))
-    def recheck(session_dir: str) -> dict[str, Any]:
+    def recheck(session_dir: str) -> State[Any]:
         """Run every standing auditor; commit a disproof, then announce it."""
         return run_recheck(session_dir, registry, resume=resume)
 
-    return recheck
+    return cast("Flow[..., dict[str, Any]]", recheck)
 
 
 # A flow run's ``report`` back as the engine's report: the codec's readers, under the names callers use.
