@@ -25,6 +25,7 @@ __all__ = [
     "render_invalidation",
     "render_lineage",
     "render_round",
+    "render_round_rows",
     "render_session",
     "render_walk",
     "render_walkthrough",
@@ -121,6 +122,18 @@ def render_round(report: RoundReport, *, url: str | None = None) -> str:
     lines += [f"  cached {name} — untouched, previous result stands" for name in report.cached]
     lines += [f"  blocked {name} — {reason}" for name, reason in report.blocked.items()]
     lines += [f"  failed {name} — {reason}" for name, reason in report.failed.items()]
+    return "\n".join(lines)
+
+
+def render_round_rows(what: str, round_: int, rows: list[dict[str, str]]) -> str:
+    """``<what> round n: e executed, c cached, b blocked`` and one line per task with its reason."""
+    counts = {outcome: sum(1 for row in rows if row["outcome"] == outcome) for outcome in ("executed", "cached")}
+    counts["blocked"] = sum(1 for row in rows if row["outcome"] == "blocked")
+    failed = sum(1 for row in rows if row["outcome"] == "failed")
+    head = f"{what} round {round_}: " + ", ".join(f"{n} {outcome}" for outcome, n in counts.items())
+    lines = [head + (f", {failed} failed" if failed else "")]
+    width = max((len(row["task"]) for row in rows), default=0)
+    lines += [f"  {row['outcome']:<8} {row['task']:<{width}} — {row['reason'] or 'not run this round'}" for row in rows]
     return "\n".join(lines)
 
 

@@ -125,7 +125,7 @@ def _write(
     if record is not None:
         from contextmesh.orchestration import deployed  # noqa: PLC0415 - Prefect only when dispatching
 
-        return _after_dispatch(args, dispatch(deployed, record, wait), what)
+        return _after_dispatch(args, dispatch(deployed, record, wait), what, record)
     session = open_session(args)
     data, text = here(session)
     return {"executor": "in-process", **data, "generation": session.generation}, text + "\n" + _states_line(session)
@@ -136,41 +136,66 @@ def _reporting(step: Callable[[Plan], RecheckReport | RoundReport]) -> Callable[
 
     def here(session: Session) -> tuple[dict[str, Any], str]:
         report = session.apply(lambda s: step(plan_of(s)))
-        return {"report": report.to_dict()}, _summary(report)
+        return {"report": report.to_dict()}, _summary(plan_of(session), report, "(in-process)")
 
     return here
 
 
-def _summary(report: RecheckReport | RoundReport) -> str:
-    """One line for an in-process recheck (what was audited, what fell) or resume (what ran, what waits)."""
-    from contextmesh.execution.plan import RecheckReport  # noqa: PLC0415 - the engine, only when it ran here
+def _summary(runner: Plan, report: RecheckReport | RoundReport, how: str) -> str:
+    """A recheck (what it audited, what it disproved, what fell) or a resume: every task, what it did and why."""
+    from contextmesh.cli.render import render_round_rows  # noqa: PLC0415
+    from contextmesh.execution.plan import RecheckReport  # noqa: PLC0415 - the engine, only when it ran
+    from contextmesh.execution.run_reasons import recheck_message, round_rows  # noqa: PLC0415
 
     if isinstance(report, RecheckReport):
-        text = f"recheck (in-process) round {report.round}: audited {', '.join(report.audited) or 'nothing'}"
-        return text + (f"; disproved, now stale: {', '.join(report.stale)}" if report.stale else "")
-    text = f"resume (in-process) round {report.round}: executed {', '.join(report.executed) or 'nothing'}"
-    return text + (f"; waiting for repair: {', '.join(sorted(report.blocked))}" if report.blocked else "")
+        return f"recheck {how}: " + recheck_message(runner, report).removeprefix("recheck ")
+    return render_round_rows(f"resume {how}", report.round, round_rows(runner, report))
 
 
-def _after_dispatch(args: argparse.Namespace, done: Dispatched, what: str) -> tuple[Any, str]:
+def _after_dispatch(args: argparse.Namespace, done: Dispatched, what: str, record: ServedRecord) -> tuple[Any, str]:
     data: dict[str, Any] = {"dispatched": done.to_dict(), "executor": "deployment"}
     lines = [f"{what} ran as a flow run of {done.deployment}: {done.state_name} · {done.url}"]
     if not done.finished:
         lines.append(f"still {done.state_name.lower()} after {_wait(args):g} s; watch it at the address above")
-    elif done.state == "CANCELLED" and what == "recheck":
-        # The recheck deployment runs one at a time and cancels a new run while one is running
-        # (CANCEL_NEW): the running recheck audits the same facts, so this is not a failure.
-        lines.append(f"not run: {done.message or 'another recheck of this session was running'}")
     elif done.state != "COMPLETED":
         raise ExecutionError(f"{what} flow run ended {done.state_name}: {done.message or 'no message'} ({done.url})")
+    elif done.state_name == "Skipped":
+        lines.append(f"not run: {done.message or 'another recheck of this session was running'}")
     else:
         session = open_session(args)
         runner = plan_of(session)
         data["states"] = runner.states()
         data["blocked"] = runner.blocked()
         data["generation"] = session.generation
+        lines.append(_dispatched_story(record, done, runner, what))
         lines.append(_states_line(session))
     return data, "\n".join(lines)
+
+
+def _dispatched_story(record: ServedRecord, done: Dispatched, runner: Plan, what: str) -> str:
+    """A finished resume's report, task by task with reasons; any other run's state message."""
+    if what != "resume":
+        return f"  {done.message}" if done.message else ""
+    from contextmesh.execution.plan import RoundReport  # noqa: PLC0415
+    from contextmesh.orchestration.deployed import dispatched_report  # noqa: PLC0415
+
+    published = dispatched_report(record, done).report
+    if not isinstance(published, RoundReport):
+        raise ExecutionError(f"the resume flow run published a {type(published).__name__}, not a round ({done.url})")
+    return _summary(runner, published, "(deployment)")
+
+
+def _next_step(session: Session, args: argparse.Namespace) -> str:
+    """What to run after a repair: another repair while some ground is still fallen, else resume."""
+    from contextmesh.execution.task import ground_stands  # noqa: PLC0415
+
+    runner = plan_of(session)
+    fallen = [task.name for task in runner.tasks.values() if not ground_stands(runner.graph, task)]
+    where = f"--session {args.session}"
+    if fallen:
+        return f"next: repair {', '.join(fallen)} too (their ground fell), then `contextmesh resume {where}`"
+    todo = [name for name, state in runner.states().items() if state != "done"]
+    return f"next: `contextmesh resume {where}` runs {', '.join(todo) or 'nothing'} (nothing runs until then)"
 
 
 def _states_line(session: Session) -> str:
@@ -207,7 +232,7 @@ def repair(args: argparse.Namespace) -> tuple[Any, str]:
         text = f"repaired {task.name} (in-process): now {task.worker_key or 'its callable'} on '{task.assumes}'"
         return {"task": task.name, "worker_key": task.worker_key, "assumes": task.assumes}, text
 
-    return _write(
+    data, text = _write(
         args,
         f"repair of {args.task}",
         lambda deployed, record, wait: deployed.dispatch_repair(
@@ -215,6 +240,10 @@ def repair(args: argparse.Namespace) -> tuple[Any, str]:
         ),
         here,
     )
+    if "dispatched" in data and not data["dispatched"]["finished"]:
+        return data, text  # not committed yet: the next step is to wait for it
+    step = _next_step(open_session(args), args)
+    return {**data, "next": step}, f"{text}\n{step}"
 
 
 def serve(args: argparse.Namespace) -> tuple[Any, str]:
