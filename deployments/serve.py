@@ -104,6 +104,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from datetime import timedelta  # noqa: PLC0415
 
     from prefect import serve  # noqa: PLC0415
+    from prefect.client.schemas.objects import ConcurrencyLimitConfig, ConcurrencyLimitStrategy  # noqa: PLC0415
     from prefect.events import DeploymentEventTrigger  # noqa: PLC0415
 
     from contextmesh.orchestration.flow_bodies import peek  # noqa: PLC0415
@@ -135,10 +136,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             name="recheck",
             interval=timedelta(seconds=args.interval),
             parameters={**base, "resume_deployment": PLAN if args.trigger == "run-deployment" else ""},
-            # No deployment concurrency limit: the recheck flow holds the session's recheck slot itself
-            # and a scheduled run that comes due while another recheck runs ends Skipped — a
-            # deployment limit would cancel runs the runner fetched 10 s early (ADR 0016).
             tags=tags,
+            # A recheck that comes due while one runs is turned away, not queued: a backlog of rechecks
+            # would only audit the same facts again, and would hold up repairs and resumes behind it.
+            # The server cancels it; the recheck that ran relabels it Skipped (ADR 0016).
+            concurrency_limit=ConcurrencyLimitConfig(limit=1, collision_strategy=ConcurrencyLimitStrategy.CANCEL_NEW),
         ),
         repair.to_deployment(name="repair", parameters=base, tags=tags),
     ]
@@ -152,7 +154,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     served.remember(record)
     _say(f"serving session {session_id} ({session_dir}) on {api_url}; recheck every {args.interval:g} s")
     try:
-        serve(*deployments, limit=args.limit, print_starting_message=False)
+        # prefetch_seconds=0: the runner proposes Pending when it fetches a run, and the recheck limit
+        # is checked then, so a recheck fetched 10 s early (Prefect's default) was turned away while
+        # the slot would have been free by its due time (ADR 0016). On-demand runs are due at once.
+        serve(*deployments, limit=args.limit, print_starting_message=False, prefetch_seconds=0)
     finally:
         served.forget(session_id, pid=os.getpid())
         if args.trigger == "automation":

@@ -157,10 +157,12 @@ def _after_dispatch(args: argparse.Namespace, done: Dispatched, what: str, recor
     lines = [f"{what} ran as a flow run of {done.deployment}: {done.state_name} · {done.url}"]
     if not done.finished:
         lines.append(f"still {done.state_name.lower()} after {_wait(args):g} s; watch it at the address above")
+    elif what == "recheck" and (done.state == "CANCELLED" or done.state_name == "Skipped"):
+        # The recheck deployment runs one at a time and turns a new run away while one is running
+        # (CANCEL_NEW, relabelled Skipped afterwards): the running recheck audits the same facts.
+        lines.append(f"not run: {done.message or 'another recheck of this session was running'}")
     elif done.state != "COMPLETED":
         raise ExecutionError(f"{what} flow run ended {done.state_name}: {done.message or 'no message'} ({done.url})")
-    elif done.state_name == "Skipped":
-        lines.append(f"not run: {done.message or 'another recheck of this session was running'}")
     else:
         session = open_session(args)
         runner = plan_of(session)

@@ -62,15 +62,10 @@ from contextmesh.orchestration.round_table import behind, publish_round_table, w
 from contextmesh.orchestration.run_links import artifact_url, flow_run_url
 from contextmesh.orchestration.run_logs import log_loaded, log_round, run_logger
 from contextmesh.orchestration.run_report import RunReport, publish_report
-from contextmesh.orchestration.run_states import COMPLETED, SKIPPED, final_state, recheck_state, round_state
+from contextmesh.orchestration.run_states import COMPLETED, final_state, recheck_state, round_state
 from contextmesh.orchestration.served_record import peek
-from contextmesh.orchestration.slots import (
-    SLOT_LEASE_SECONDS,
-    ensure_limit,
-    limit_name,
-    recheck_turn,
-    session_slot,
-)
+from contextmesh.orchestration.skipped_rechecks import relabel_turned_away
+from contextmesh.orchestration.slots import SLOT_LEASE_SECONDS, ensure_limit, limit_name, session_slot
 from contextmesh.session.plan_check import plan_of
 from contextmesh.session.session import Session
 
@@ -342,57 +337,42 @@ def run_plan_round(
     return state
 
 
-def run_recheck(
-    session_dir: str, registry: TaskRegistry, *, resume: ResumeTrigger | None = None, scheduled: bool | None = None
-) -> State[Any]:
+def run_recheck(session_dir: str, registry: TaskRegistry, *, resume: ResumeTrigger | None = None) -> State[Any]:
     """The body of a recheck flow run: every standing auditor; a disproof committed, then announced.
 
     With ``resume``, each announcement delivered here also starts the plan deployment in resume
-    mode (:mod:`contextmesh.orchestration.resume`); the started runs are in ``resumes``. A
-    ``scheduled`` run (default: the flow run's ``auto_scheduled``) that finds another recheck of the
-    session running at its due time is skipped (:mod:`contextmesh.orchestration.slots`).
+    mode (:mod:`contextmesh.orchestration.resume`); the started runs are in ``resumes``. A recheck
+    of a deployment relabels the runs its one-at-a-time limit turned away as ``Skipped``
+    (:mod:`contextmesh.orchestration.skipped_rechecks`), before it starts and after it ends.
     """
-    session_id, _, _ = peek(session_dir)
     ctx = FlowRunContext.get()
-    this = ctx.flow_run if ctx is not None else None
-    if scheduled is None:
-        scheduled = bool(this is not None and this.auto_scheduled)
-    due = this.expected_start_time if this is not None else None
-    with recheck_turn(session_id, scheduled=scheduled, due=due) as turn:
-        if not turn:
-            return _skipped(session_dir, session_id)
-        with _writing(session_dir, registry, " · recheck", resume) as held:
-            executor = held.executor
+    deployment = ctx.flow_run.deployment_id if ctx is not None and ctx.flow_run is not None else None
+    if deployment is not None:
+        relabel_turned_away(deployment, None)
+    with _writing(session_dir, registry, " · recheck", resume) as held:
+        executor = held.executor
 
-            def one_recheck(s: Session) -> RecheckReport:
-                return _with(s, executor).recheck()
+        def one_recheck(s: Session) -> RecheckReport:
+            return _with(s, executor).recheck()
 
-            report = held.session.apply(one_recheck, retries=2)
-            runner = held.runner
-            run_logger().info(
-                "recheck round %d audited %s; disproved %d; stale now: %s",
-                report.round,
-                ", ".join(report.audited) or "nothing",
-                len(report.invalidations),
-                ", ".join(report.stale) or "none",
-            )
-            held.committed(report.round, " · recheck")
+        report = held.session.apply(one_recheck, retries=2)
+        runner = held.runner
+        run_logger().info(
+            "recheck round %d audited %s; disproved %d; stale now: %s",
+            report.round,
+            ", ".join(report.audited) or "nothing",
+            len(report.invalidations),
+            ", ".join(report.stale) or "none",
+        )
+        held.committed(report.round, " · recheck")
     resumes = list(held.outbox.resumes)
     data = {**held.result(report), "stale": report.stale, "resumes": resumes}
     after = "; ".join(f"resume started: {flow_run_url(str(r['flow_run_id']))}" for r in resumes)
     state = recheck_state(runner, report, data, after)
+    if deployment is not None:
+        relabel_turned_away(deployment, data["flow_run_id"])
     run_logger().info("ending %s: %s", state.name, state.message)
     return state
-
-
-def _skipped(session_dir: str, session_id: str) -> State[Any]:
-    message = (
-        f"skipped: another recheck of session {session_id} was still running when this one came due; it audits "
-        "the same facts, so nothing was audited or committed here"
-    )
-    run_logger().info(message)
-    data = {"session_id": session_id, "session_dir": session_dir, "flow_run_id": flow_run_id(), "skipped": True}
-    return final_state(SKIPPED, message, data)
 
 
 def run_repair(

@@ -1,8 +1,11 @@
 """The logger of the Prefect run this code runs in, so what a run read, decided and committed is on its Logs tab.
 
-Inside a flow or task run this is Prefect's run logger (its records go to the API with the run's
-id); outside one — a unit test calling a body directly — a plain module logger, so logging never
-decides whether code can run.
+Inside a flow or task run this is Prefect's run logger with the run's ids, on a logger of our own
+(``contextmesh.runs``): INFO and up, sent to the API only. Prefect's own run loggers sit under
+``prefect``, whose level is ``PREFECT_LOGGING_LEVEL`` — WARNING in every process ContextMesh
+configures, to keep command output quiet — so INFO records written through them never reached a
+run's Logs tab. Outside a run — a unit test calling a body directly — a plain module logger, so
+logging never decides whether code can run.
 """
 
 from __future__ import annotations
@@ -12,6 +15,8 @@ from typing import Any
 
 from prefect.exceptions import MissingContextError
 from prefect.logging import get_run_logger
+from prefect.logging.handlers import APILogHandler
+from prefect.logging.loggers import PrefectLogAdapter
 
 from contextmesh.execution.plan import Plan, RoundReport
 from contextmesh.execution.run_reasons import round_story
@@ -20,14 +25,26 @@ from contextmesh.session.session import Session
 __all__ = ["log_loaded", "log_round", "run_logger"]
 
 _FALLBACK = logging.getLogger("contextmesh.orchestration")
+_RUNS = logging.getLogger("contextmesh.runs")
+
+
+def _runs_logger() -> logging.Logger:
+    """``contextmesh.runs``: INFO, the API handler only, not propagated to the console (set up once)."""
+    if not any(isinstance(handler, APILogHandler) for handler in _RUNS.handlers):
+        _RUNS.setLevel(logging.INFO)
+        _RUNS.propagate = False
+        _RUNS.addHandler(APILogHandler())
+    return _RUNS
 
 
 def run_logger() -> logging.Logger | logging.LoggerAdapter[Any]:
     """The current run's logger, or the module logger outside any run."""
     try:
-        return get_run_logger()
+        prefect_logger = get_run_logger()
     except MissingContextError:
         return _FALLBACK
+    extra = prefect_logger.extra if isinstance(prefect_logger, logging.LoggerAdapter) else None
+    return PrefectLogAdapter(_runs_logger(), extra=dict(extra or {}))
 
 
 def log_loaded(session: Session, runner: Plan) -> None:

@@ -32,7 +32,7 @@ COMPLETED = "Completed"
 BLOCKED = "Blocked"  # a round in which at least one task waits for repair
 DISPROVED = "Disproved"  # a recheck (or a round's own audit) committed a disproof
 TASK_FAILED = "TaskFailed"  # nothing blocked or disproved, but a task or an audit failed
-SKIPPED = "Skipped"  # a scheduled recheck found another recheck of the session still running
+SKIPPED = "Skipped"  # a recheck the deployment limit turned away while another ran (relabelled)
 
 
 def final_state(name: str, message: str, data: dict[str, Any]) -> State[Any]:

@@ -73,8 +73,8 @@ def test_prefect_yaml_deploys_three_deployments_on_the_process_pool(deployed: di
     assert recheck["parameters"]["resume_deployment"] == PLAN_DEPLOYMENT
     ((schedule),) = recheck["schedules"]
     assert schedule["schedule"]["interval"] == 600 and schedule["active"]
-    # No deployment limit (ADR 0016): the recheck flow holds its session's recheck slot and skips itself.
-    assert recheck["global_concurrency_limit"] is None and recheck["concurrency_options"] is None
+    assert recheck["global_concurrency_limit"]["limit"] == 1
+    assert recheck["concurrency_options"] == {"collision_strategy": "CANCEL_NEW", "grace_period_seconds": None}
     assert deployed["repair"]["entrypoint"] == "flows/repair_flow.py:repair"
 
 
