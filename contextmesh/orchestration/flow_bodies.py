@@ -18,6 +18,10 @@ A **recheck flow run** (``session_dir``) is named ``<plan> · round <n> · reche
 auditor as a ``<task> · audit`` run, nothing executed; a disproof is committed (rejection, receipt)
 and then announced (:mod:`contextmesh.orchestration.announce`).
 
+Every run returns its final state (ADR 0016, :mod:`contextmesh.orchestration.run_states`): Completed-type,
+named for its outcome (``Blocked``, ``Disproved``, ``TaskFailed``, ``Completed``), with a message that
+says what it did and why; calling a flow still returns the result dict (the state's data).
+
 Invariants (``tests/orchestration/``):
 
 1. Every flow run that mutates a session holds one slot of the Prefect global concurrency limit
