@@ -7,7 +7,9 @@ task waits for repair); ``contextmesh repair`` and ``contextmesh resume`` dispat
 deployments and the resume re-runs the stale closure. Then, for every flow run of the session:
 a named Completed-type state with a message (naming the disproved assumption where one was), log
 lines, a reason on every executed task's table row; the receipt, the recheck and the resume
-reference each other; no recheck was cancelled.
+reference each other; no recheck is left cancelled. The module runs its own server with the UI,
+so headless Chromium can open the resume's page and the runs list and find the state message and
+the state names in the page's text; ``CONTEXTMESH_SCREENSHOT=1`` saves both to ``docs/img/``.
 """
 
 from __future__ import annotations
@@ -28,8 +30,10 @@ from orch_helpers import artifacts, events, flow_run, post
 from contextmesh.core.canonical import loads
 from contextmesh.demo.auth import ADVISORY_TEXT, DEFAULT_KEYS, publish
 from contextmesh.demo.saved import open_demo_session, save_demo_session
+from contextmesh.orchestration import local_server as server
 from contextmesh.orchestration import served_record as served
 from contextmesh.orchestration.announce import announcements
+from contextmesh.orchestration.settings import client_settings
 
 pytestmark = pytest.mark.integration
 
@@ -37,6 +41,32 @@ ROOT = Path(__file__).resolve().parents[2]
 GROUND = "argon2-cffi has no open advisory"
 STALE = ["hashing", "routes", "rate_limit"]
 _SERVE = [sys.executable, str(ROOT / "deployments" / "serve.py")]
+
+
+CHROMIUM, CHROMEDRIVER = Path("/usr/bin/chromium"), Path("/usr/bin/chromedriver")
+FLAGS = (
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--no-first-run",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-dev-shm-usage",
+)
+
+
+@pytest.fixture(scope="module")
+def prefect_api(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """This module's own server, with its UI (the session's test server runs without one)."""
+    home = tmp_path_factory.mktemp("prefect-ui-server")
+    info = server.start(home, port=server.free_port(), ui=True, keep=False, timeout=180)
+    try:
+        with client_settings(info.api_url, heartbeat=False):
+            yield info.api_url
+            server.drain_workers()
+    finally:
+        server.stop(home)
 
 
 @dataclass
@@ -296,3 +326,75 @@ def test_the_cli_says_what_ran_what_is_cached_what_waits_and_what_next(loop: Loo
     assert f"executed routes     — '{GROUND}' was disproved" in text
     assert "cached   schema     — untouched, its previous result stands" in text
     assert " done\n" not in text.split("session generation")[0]
+
+
+def _page_text(driver: Any, url: str, needles: list[str], timeout: float = 60.0) -> str:
+    driver.get(url)
+    return _wait_text(driver, needles, timeout, url)
+
+
+def _scroll_to(driver: Any, label: str, where: str) -> None:
+    """Scroll the first leaf element reading ``label`` into view (what the screenshot should show)."""
+    driver.execute_script(
+        "const hit = [...document.querySelectorAll('*')]"
+        ".find(n => n.children.length === 0 && n.innerText && n.innerText.trim() === arguments[0]);"
+        "if (hit) { hit.scrollIntoView({block: arguments[1]}); }",
+        label,
+        where,
+    )
+
+
+def _wait_text(driver: Any, needles: list[str], timeout: float = 60.0, url: str = "the page") -> str:
+    deadline = time.monotonic() + timeout
+    text = ""
+    while time.monotonic() < deadline:
+        text = str(driver.execute_script("return document.body ? document.body.innerText : ''"))
+        if all(needle in text for needle in needles):
+            return text
+        time.sleep(0.5)
+    raise AssertionError(f"{url} never showed {needles}; page text:\n{text[:2000]}")
+
+
+def test_the_resume_page_and_the_runs_list_show_the_why_in_a_browser(loop: Loop, tmp_path: Path) -> None:
+    missing = [str(p) for p in (CHROMIUM, CHROMEDRIVER) if not p.exists()]
+    assert not missing, f"missing {missing}: run `bash scripts/install-browser`"
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = str(CHROMIUM)
+    for flag in (*FLAGS, f"--user-data-dir={tmp_path / 'profile'}", "--window-size=1600,1000"):
+        options.add_argument(flag)
+    driver = webdriver.Chrome(service=Service(executable_path=str(CHROMEDRIVER)), options=options)
+    ui = loop.api.removesuffix("/api")
+    shots = ROOT / "docs" / "img" if os.environ.get("CONTEXTMESH_SCREENSHOT") == "1" else tmp_path
+    try:
+        driver.set_page_load_timeout(60)
+        _page_text(driver, f"{ui}/runs/flow-run/{loop.resume['id']}", ["Details", "Logs"])
+        clicked = driver.execute_script(
+            "const tab = [...document.querySelectorAll('[role=tab], button, a, li')]"
+            ".find(n => n.offsetParent !== null && n.innerText.trim() === 'Details');"
+            "if (tab) { tab.click(); return true; } return false;"
+        )
+        assert clicked, "the flow-run page has no Details tab"
+        _wait_text(driver, ["State Message", "re-ran hashing, routes, rate_limit"])
+        driver.execute_script(  # the Details tab truncates a long message behind "See More"
+            "const more = [...document.querySelectorAll('*')]"
+            ".find(n => n.children.length === 0 && n.innerText && n.innerText.trim() === 'See More');"
+            "if (more) { more.click(); }"
+        )
+        text = _wait_text(driver, ["State Message", "schema, tokens cached"])
+        shown = text.split("State Message", 1)[1].strip()
+        assert shown.startswith("round ") and f"re-ran hashing, routes, rate_limit after '{GROUND}'" in shown, shown[
+            :400
+        ]
+        _scroll_to(driver, "State Message", "center")
+        time.sleep(1.0)  # let the badges settle before the picture
+        driver.save_screenshot(str(shots / "prefect-resume-explained.png"))
+        _page_text(driver, f"{ui}/runs", ["Disproved", "Blocked"])
+        _scroll_to(driver, "Blocked", "start")
+        time.sleep(1.0)
+        driver.save_screenshot(str(shots / "prefect-runs-explained.png"))
+    finally:
+        driver.quit()
+    assert (shots / "prefect-resume-explained.png").stat().st_size > 10_000
