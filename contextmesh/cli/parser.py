@@ -121,9 +121,8 @@ def _reading_commands(commands: Commands) -> argparse.ArgumentParser:
     invalidate.add_argument("--dry-run", action="store_true", help="report what would fall; change nothing")
     _common(invalidate, rounds=8)
     invalidate.set_defaults(handler=reads.invalidate)
-    exp = commands.add_parser(
-        "export", help="write the dashboard's payload (and, with --inline, its page); commits nothing to a session"
-    )
+    exported = "write the dashboard's payload (and, with --inline, its page); commits nothing to a session"
+    exp = commands.add_parser("export", help=exported, description=exported)
     exp.add_argument("--out", type=OUT_DIR, default="dashboard", metavar="DIR", help="the dashboard directory")
     exp.add_argument("--inline", action="store_true", help="embed the payload so index.html opens from file://")
     _common(
@@ -178,17 +177,17 @@ def _repair_epilog() -> str:
 
 def _dispatching(commands: Commands) -> None:
     served_help = "dispatch to the session's served deployment (deployments/serve.py) when one runs, else in-process"
-    rck = commands.add_parser(
-        "recheck", help="run every standing auditor once and commit what it finds (a disproof); " + served_help
-    )
+    rechecked = "run every standing auditor once and commit what it finds (a disproof); " + served_help
+    rck = commands.add_parser("recheck", help=rechecked, description=rechecked)
     rck.set_defaults(handler=writes.recheck)
-    res = commands.add_parser(
-        "resume", help="run only stale and pending work whose ground stands and commit it; " + served_help
-    )
+    resumed = "run only stale and pending work whose ground stands and commit it; " + served_help
+    res = commands.add_parser("resume", help=resumed, description=resumed)
     res.set_defaults(handler=writes.resume)
+    repaired = "ground a stale or failed task on new ground and a registered key, and commit it (runs no code)"
     rep = commands.add_parser(
         "repair",
-        help="ground a stale or failed task on new ground and a registered key, and commit it (runs no code)",
+        help=repaired,
+        description=repaired,
         formatter_class=argparse.RawDescriptionHelpFormatter,  # the epilog is a list of keys and an example
     )
     rep.lazy_epilog = _repair_epilog  # type: ignore[attr-defined]  # read by CliParser.format_help
