@@ -54,11 +54,12 @@ from contextmesh.core.graph import ContextGraph
 from contextmesh.demo.knowledge import break_sizing_assumption, build_world
 from contextmesh.knowledge.corpus import Corpus
 from contextmesh.knowledge.embed import HashedEmbedder
+from contextmesh.knowledge.flat_baseline import FlatBaseline
 from contextmesh.knowledge.folder import read_folder
 from contextmesh.knowledge.lexical import Bm25, LexicalDocument
 from contextmesh.knowledge.pipeline import build
 from contextmesh.knowledge.text import content_stems
-from contextmesh.knowledge.traverse import FlatBaseline, Walk, Walker
+from contextmesh.knowledge.traverse import Walk, Walker
 
 ROOT = Path(__file__).resolve().parent.parent
 CORPORA = ROOT / "tests" / "data" / "corpora"

@@ -54,13 +54,18 @@ if TYPE_CHECKING:
     from contextmesh.execution.plan import Plan
     from contextmesh.execution.reports import RecheckReport, RoundReport
     from contextmesh.execution.task_registry import RegistryError, TaskRegistry
+    from contextmesh.formats.signed_note import NoteSigner, NoteVerifier
     from contextmesh.knowledge.corpus import Corpus, CorpusError, Sidecar, load_corpus, load_sidecar
     from contextmesh.knowledge.decoding import DocumentError
     from contextmesh.knowledge.embed import HashedEmbedder
+    from contextmesh.knowledge.flat_baseline import FlatBaseline
     from contextmesh.knowledge.folder import read_folder
     from contextmesh.knowledge.pipeline import BuildResult, Chunk
     from contextmesh.knowledge.pipeline import build as build_graph
-    from contextmesh.knowledge.traverse import FlatBaseline, Walk, Walker, WalkerSettings
+    from contextmesh.knowledge.traverse import Walk, Walker, WalkerSettings
+    from contextmesh.project.config import ProjectError
+    from contextmesh.project.project import Project, find_project, load_project
+    from contextmesh.project.scaffold import init_project
     from contextmesh.session.commit import CommitConflictError
     from contextmesh.session.files import SessionFileError
     from contextmesh.session.lock import SessionLockedError
@@ -102,9 +107,13 @@ __all__ = [
     "NodeRecord",
     "NodeType",
     "NotFoundError",
+    "NoteSigner",
+    "NoteVerifier",
     "Ontology",
     "OntologyError",
     "Plan",
+    "Project",
+    "ProjectError",
     "ProofError",
     "Provenance",
     "RecheckReport",
@@ -128,8 +137,11 @@ __all__ = [
     "blast_radius",
     "build_graph",
     "contextmesh_home",
+    "find_project",
+    "init_project",
     "json_bytes",
     "load_corpus",
+    "load_project",
     "load_sidecar",
     "parse_json",
     "read_folder",
@@ -161,7 +173,7 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "EvidenceView": ("contextmesh.execution.context", "EvidenceView"),
     "ExecutionError": ("contextmesh.core.errors", "ExecutionError"),
     "Executor": ("contextmesh.execution.calls", "Executor"),
-    "FlatBaseline": ("contextmesh.knowledge.traverse", "FlatBaseline"),
+    "FlatBaseline": ("contextmesh.knowledge.flat_baseline", "FlatBaseline"),
     "HashedEmbedder": ("contextmesh.knowledge.embed", "HashedEmbedder"),
     "IdentityError": ("contextmesh.core.errors", "IdentityError"),
     "InProcessExecutor": ("contextmesh.execution.in_process", "InProcessExecutor"),
@@ -170,10 +182,14 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "NodeRecord": ("contextmesh.core.model", "NodeRecord"),
     "NodeType": ("contextmesh.core.ontology", "NodeType"),
     "NoPlanError": ("contextmesh.session.plan_check", "NoPlanError"),
+    "NoteSigner": ("contextmesh.formats.signed_note", "NoteSigner"),
+    "NoteVerifier": ("contextmesh.formats.signed_note", "NoteVerifier"),
     "NotFoundError": ("contextmesh.core.errors", "NotFoundError"),
     "Ontology": ("contextmesh.core.ontology", "Ontology"),
     "OntologyError": ("contextmesh.core.errors", "OntologyError"),
     "Plan": ("contextmesh.execution.plan", "Plan"),
+    "Project": ("contextmesh.project.project", "Project"),
+    "ProjectError": ("contextmesh.project.config", "ProjectError"),
     "Provenance": ("contextmesh.core.model", "Provenance"),
     "RecheckReport": ("contextmesh.execution.reports", "RecheckReport"),
     "RegistryError": ("contextmesh.execution.task_registry", "RegistryError"),
@@ -197,8 +213,11 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "blast_radius": ("contextmesh.belief.invalidation", "blast_radius"),
     "build_graph": ("contextmesh.knowledge.pipeline", "build"),
     "contextmesh_home": ("contextmesh.core.home", "contextmesh_home"),
+    "find_project": ("contextmesh.project.project", "find_project"),
+    "init_project": ("contextmesh.project.scaffold", "init_project"),
     "json_bytes": ("contextmesh.core.canonical", "file_bytes"),
     "load_corpus": ("contextmesh.knowledge.corpus", "load_corpus"),
+    "load_project": ("contextmesh.project.project", "load_project"),
     "load_sidecar": ("contextmesh.knowledge.corpus", "load_sidecar"),
     "parse_json": ("contextmesh.core.canonical", "loads"),
     "read_folder": ("contextmesh.knowledge.folder", "read_folder"),

@@ -13,12 +13,14 @@ the table every process of this deployment builds). Its advisory auditor reads t
 When ``deployments/serve.py`` serves the same session (its served record under
 ``$CONTEXTMESH_HOME/served/`` names a live process for this directory), ``mesh_recheck`` and
 ``mesh_resume`` are dispatched to its deployments as Prefect flow runs
-(:class:`~contextmesh.mcp.deployment_dispatcher.PrefectDispatcher`): each waits up to
-``--dispatch-wait`` seconds (default 60) and returns the report, or the flow run's id, address and
-state if it is still running. Whether ``serve.py`` is looked for is decided once, at start:
+(:class:`~contextmesh.mcp.deployment_dispatcher.PrefectDispatcher`): each returns at once with the
+flow run's id, address and state (a handle ``mesh_flow_run`` follows until the run's report is
+ready), or, with ``--dispatch-wait SECONDS``, waits up to that long and returns the report if the
+run ended in time. Whether ``serve.py`` is looked for is decided once, at start:
 ``--dispatch never`` keeps both in this process; with ``auto`` (the default) and no served record
 they run in-process too. A dispatching server never falls back to in-process: while the API or
-the deployments do not answer, ``tools/list`` names both tools under ``_meta.notAnswering`` and
+the deployments do not answer, ``tools/list`` names both tools under ``_meta.notAnswering`` (and in
+their descriptions; ``contextmesh://session`` under ``served.not_answering``) and
 calls to them are refused. The other writes always run in this process.
 
 Every other argument goes to ``contextmesh-mcp`` unchanged. A deployment of your own copies this
@@ -60,8 +62,8 @@ def _split(argv: Sequence[str]) -> tuple[argparse.Namespace, list[str]]:
     parser.add_argument("--dispatch", choices=("auto", "never"), default="auto")
     parser.add_argument("--dispatch-wait", type=float, default=None, metavar="SECONDS")
     ours, _ = parser.parse_known_args(argv)
-    if ours.dispatch_wait is not None and not ours.dispatch_wait > 0:
-        parser.error(f"--dispatch-wait {ours.dispatch_wait}: a positive number of seconds")
+    if ours.dispatch_wait is not None and not 0 <= ours.dispatch_wait <= 3600:
+        parser.error(f"--dispatch-wait {ours.dispatch_wait}: a number of seconds from 0 to 3600")
     rest: list[str] = []
     skip = False
     for arg in argv:
@@ -93,7 +95,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         dispatcher = dispatcher_for(ours.session, wait=ours.dispatch_wait)
         if dispatcher is not None:
             _say(f"serve.py serves {ours.session}: mesh_recheck and mesh_resume dispatch to {dispatcher.name}")
-    return mcp_main(rest, registry=build_registry(feed_path(ours.feed)), dispatcher=dispatcher)
+    fallback = None
+    if ours.session is not None and ours.dispatch == "auto" and dispatcher is None:
+        from contextmesh.core.home import contextmesh_home  # noqa: PLC0415
+
+        fallback = (
+            f"no serve.py serves {ours.session} (no live served record under {contextmesh_home() / 'served'}; "
+            "is CONTEXTMESH_HOME the one serve.py runs with?): mesh_recheck and mesh_resume run IN THIS "
+            "PROCESS; pass --dispatch never to say that is meant"
+        )
+    # Said once the server is up (after its banner), so a refusal to start stays one line.
+    return mcp_main(rest, registry=build_registry(feed_path(ours.feed)), dispatcher=dispatcher, announce=fallback)
 
 
 if __name__ == "__main__":

@@ -1,15 +1,17 @@
-"""Shared builders for the session tests: demo templates, a tiny session, manifest surgery, subprocesses.
+"""Shared builders for the session tests: a tiny session, manifest surgery, subprocesses, copies.
 
-The demo session takes about half a second to build, so a test module builds it once into a template
-directory (:func:`build_demo_template`) and copies it per test (:func:`clone`).
+The demo session is saved once per test run (the root ``conftest.py``'s ``demo_sessions``); a test
+module takes its own copy as its template and copies that per test (:func:`clone`).
 
 :func:`build_tiny_session` makes a session small enough to commit in a millisecond or two — a few
 entities, their resolver and a one-task plan under the key :data:`TINY_KEY` — for the tests that
 commit hundreds of generations; :func:`touch_all` changes all five of its companions at once.
 
 The surgery helpers (:func:`reseal`, :func:`reseal_ledger`, :func:`edit_manifest`) rewrite one file of
-the newest generation and re-seal the manifest around it (name, SHA-256 and size, and the ledger head),
-so a corruption reaches the cross-file check it is aimed at instead of stopping at the digest check.
+the newest generation and re-seal the manifest around it (name, SHA-256 and size, the ledger head and
+its tree head, and — given a key — its checkpoint), so a corruption reaches the cross-file check it is
+aimed at instead of stopping at the digest check. :func:`sign_manifest` signs the newest generation's
+tree head as a writer holding that key would have.
 
 Subprocesses import this module: :data:`PREAMBLE` puts ``tests/`` on their ``sys.path``.
 """
@@ -24,7 +26,7 @@ import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from contextmesh.core.canonical import file_bytes, loads, sha256_hex
 from contextmesh.core.graph import ContextGraph
@@ -32,10 +34,15 @@ from contextmesh.demo.saved import save_demo_session
 from contextmesh.execution.context import RunContext
 from contextmesh.execution.plan import Plan
 from contextmesh.execution.task_registry import TaskRegistry
+from contextmesh.formats.merkle import MerkleTree, TreeHead
+from contextmesh.formats.proofs import entry_leaf_hash
 from contextmesh.formats.run_ledger import GENESIS, entry_digest
+from contextmesh.formats.signed_note import NoteSigner
 from contextmesh.knowledge.resolve import Resolver
 from contextmesh.session.commit import commit_generation, latest_generation
+from contextmesh.session.heads import sign_head
 from contextmesh.session.layout import MANIFEST, Companion, Manifest, companion_name, manifest_name
+from contextmesh.session.ledger_tree import LedgerSeal, seal_ledger
 from contextmesh.session.load import Loaded, load_directory
 from contextmesh.session.session import Session
 
@@ -45,6 +52,7 @@ __all__ = [
     "QUESTIONS",
     "TESTS_DIR",
     "TINY_KEY",
+    "Variant",
     "build_demo_template",
     "build_tiny_session",
     "clone",
@@ -58,8 +66,10 @@ __all__ = [
     "reseal",
     "reseal_ledger",
     "run_python",
+    "sign_manifest",
     "tiny_registry",
     "touch_all",
+    "tree_of",
 ]
 
 TESTS_DIR = Path(__file__).resolve().parent
@@ -152,24 +162,35 @@ def touch_all(session: Session, tick: int) -> None:
     session.pending += 1
 
 
-def precompute_variants(session: Session, count: int) -> list[tuple[dict[str, bytes], str | None]]:
-    """The companions (and ledger head) of ``count`` successive :func:`touch_all` states, dumped ahead of time."""
-    variants = []
+class Variant(NamedTuple):
+    """One future state of a session: its companions, its ledger head and the ledger's seal."""
+
+    companions: dict[str, bytes]
+    head: str | None
+    seal: LedgerSeal | None
+
+
+def precompute_variants(session: Session, count: int) -> list[Variant]:
+    """The companions, ledger head and seal of ``count`` successive :func:`touch_all` states, ahead of time."""
+    variants: list[Variant] = []
+    seal = None
     for tick in range(count):
         touch_all(session, tick)
-        variants.append((session.companions(), session.ledger.head if session.ledger is not None else None))
+        ledger = session.ledger
+        seal = None if ledger is None else seal_ledger(ledger, after=seal)
+        variants.append(Variant(session.companions(), None if ledger is None else ledger.head, seal))
     return variants
 
 
-def commit_variants(session: Session, variants: list[tuple[dict[str, bytes], str | None]]) -> int:
+def commit_variants(session: Session, variants: list[Variant], *, signer: NoteSigner | None = None) -> int:
     """Commit precomputed states back to back through the real commit path; returns the last generation.
 
-    Dumping happens beforehand, so the time between two commits is only the loop itself and the
-    steps of a commit dominate the timeline (what the random-kill test needs).
+    Dumping and sealing happen beforehand, so the time between two commits is only the loop itself and
+    the steps of a commit dominate the timeline (what the random-kill test needs).
     """
     assert session.directory is not None
     generation = session.generation
-    for companions, head in variants:
+    for companions, head, seal in variants:
         draft = Manifest(
             session.session_id,
             generation + 1,
@@ -183,7 +204,9 @@ def commit_variants(session: Session, variants: list[tuple[dict[str, bytes], str
             head,
             _PLACEHOLDER,
         )
-        published, _ = commit_generation(session.directory, loaded=generation, companions=companions, manifest=draft)
+        published, _ = commit_generation(
+            session.directory, loaded=generation, companions=companions, manifest=draft, seal=seal, signer=signer
+        )
         generation = published.generation
     return generation
 
@@ -256,8 +279,35 @@ def reseal_doc(directory: Path, kind: str, edit: Callable[[Any], None]) -> str:
     return reseal(directory, kind, file_bytes(document))
 
 
-def reseal_ledger(directory: Path, edit: Callable[[list[dict[str, Any]]], None], *, rechain: bool = True) -> str:
-    """Edit the ledger's entries; re-chain every digest (unless ``rechain`` is off) and move the head with it."""
+def tree_of(entries: list[dict[str, Any]]) -> TreeHead:
+    """The Merkle tree head of ledger entries as documents (checked or not)."""
+    return MerkleTree.of_leaves(entry_leaf_hash(entry) for entry in entries).head()
+
+
+def sign_manifest(directory: Path, signer: NoteSigner, *, session_id: str | None = None) -> str:
+    """Sign the newest generation's ``ledger_tree`` (for ``session_id``, by default its own); returns the note."""
+
+    def sign(doc: dict[str, Any]) -> None:
+        tree = doc["ledger_tree"]
+        head = TreeHead(tree["size"], bytes.fromhex(tree["root"]))
+        doc["checkpoint"] = sign_head(session_id or doc["session_id"], head, signer)
+
+    edit_manifest(directory, sign)
+    return str(manifest_doc(directory)[1]["checkpoint"])
+
+
+def reseal_ledger(
+    directory: Path,
+    edit: Callable[[list[dict[str, Any]]], None],
+    *,
+    rechain: bool = True,
+    signer: NoteSigner | None = None,
+) -> str:
+    """Edit the ledger's entries; re-chain every digest (unless ``rechain`` is off) and move the head with it.
+
+    The manifest's tree head follows the edited entries; its checkpoint is signed again with ``signer``,
+    or dropped without one.
+    """
     _, doc = manifest_doc(directory)
     ledger = loads((directory / doc["runledger"]["name"]).read_bytes())
     edit(ledger["entries"])
@@ -270,8 +320,12 @@ def reseal_ledger(directory: Path, edit: Callable[[list[dict[str, Any]]], None],
         ledger["head"] = previous
     name = reseal(directory, "runledger", file_bytes(ledger))
 
+    tree = tree_of(ledger["entries"])
+
     def head(doc: dict[str, Any]) -> None:
         doc["ledger_head"] = ledger["head"]
+        doc["ledger_tree"] = {"size": tree.size, "root": tree.root_hex}
+        doc["checkpoint"] = None if signer is None else sign_head(doc["session_id"], tree, signer)
 
     edit_manifest(directory, head)
     return name

@@ -7,6 +7,8 @@ import sys
 import zipfile
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -16,6 +18,7 @@ def test_exactly_one_graph_md_exists_in_the_repository() -> None:
     assert found == [ROOT / "GRAPH.md"]
 
 
+@pytest.mark.slow  # builds a wheel with pip and installs it into a target directory
 def test_an_installed_wheel_carries_and_parses_graph_md(tmp_path: Path) -> None:
     wheels = tmp_path / "wheels"
     built = subprocess.run(

@@ -21,6 +21,7 @@ Invariants (property-tested over generated graphs in ``tests/test_invalidation.p
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from contextmesh.core.canonical import digest
@@ -32,6 +33,8 @@ __all__ = [
     "apply_invalidation",
     "blast_radius",
     "closure",
+    "closure_from",
+    "doomed_edges",
     "render_chain",
 ]
 
@@ -45,26 +48,37 @@ def _short(text: str) -> str:
 
 def closure(graph: ContextGraph, assumption_id: str) -> dict[str, list[str]]:
     """Fallen node id → its shortest reason chain (tokens), in discovery order. Pure."""
-    ontology = graph.ontology
-    backward, forward = ontology.backward, ontology.forward
     start = graph.node(assumption_id)
-    reached: dict[str, list[str]] = {}
     if not start.live:
-        return reached
-    queue: deque[tuple[str, list[str]]] = deque([(assumption_id, [f"assumption({_short(start.label)})"])])
+        return {}
+    return closure_from(graph, {assumption_id: [f"assumption({_short(start.label)})"]})
+
+
+def closure_from(graph: ContextGraph, seeds: dict[str, list[str]]) -> dict[str, list[str]]:
+    """What falls when the ``seeds`` (node id → the chain that took it down) fall. Pure.
+
+    The breadth-first walk of :func:`closure` from several starting nodes at once, in the order
+    given: each fallen node gets the shortest chain from the nearest seed. A seed is not part of the
+    result, an assumption never falls by propagation (rule 8: only evidence rejects one), and
+    forward edges are followed out of fallen nodes only, never out of a seed — a rejected
+    assumption produces nothing, and a superseded claim is the end of a chain, not a producer.
+    """
+    backward, forward = graph.ontology.backward, graph.ontology.forward
+    reached: dict[str, list[str]] = {}
+    queue: deque[tuple[str, list[str]]] = deque(seeds.items())
     while queue:
         node_id, chain = queue.popleft()
         for edge in graph.in_edges(node_id, backward):
             source = edge.src
-            if source in reached or source == assumption_id or graph.node(source).type == "assumption":
+            if source in reached or source in seeds or graph.node(source).type == "assumption":
                 continue
             reached[source] = [*chain, f"<-{edge.type}-", graph.node(source).label]
             queue.append((source, reached[source]))
-        if node_id == assumption_id:
+        if node_id in seeds:
             continue
         for edge in graph.out_edges(node_id, forward):
             target = edge.dst
-            if target in reached or target == assumption_id:
+            if target in reached or target in seeds:
                 continue
             reached[target] = [*chain, f"-{edge.type}->", graph.node(target).label]
             queue.append((target, reached[target]))
@@ -125,17 +139,20 @@ class InvalidationReport:
         }
 
 
-def _doomed_edges(graph: ContextGraph, assumption_id: str, fallen: dict[str, list[str]]) -> list[str]:
-    # An edge falls when both of its endpoints fall, or when it is bound to the assumption.
-    down = set(fallen) | {assumption_id}
+def doomed_edges(graph: ContextGraph, seeds: Iterable[str], fallen: dict[str, list[str]]) -> list[str]:
+    """Edges that fall with ``seeds`` and ``fallen``: those whose two endpoints both fell, and those
+    bound to a seed (only an assumption has bound edges), in insertion order."""
+    starts = list(seeds)
+    down = set(fallen) | set(starts)
     doomed: dict[str, None] = {}
     for node_id in down:
         for edge in graph.out_edges(node_id, live_only=False):
             if not edge.invalidated and edge.dst in down:
                 doomed[edge.id] = None
-    for edge in graph.bound_edges(assumption_id):
-        if not edge.invalidated:
-            doomed[edge.id] = None
+    for seed in starts:
+        for edge in graph.bound_edges(seed):
+            if not edge.invalidated:
+                doomed[edge.id] = None
     return sorted(doomed, key=graph.seq)
 
 
@@ -147,7 +164,7 @@ def blast_radius(graph: ContextGraph, assumption_id: str) -> InvalidationReport:
         assumption_id,
         graph.node(assumption_id).label,
         fallen,
-        _doomed_edges(graph, assumption_id, fallen),
+        doomed_edges(graph, [assumption_id], fallen),
         preserved,
     )
 

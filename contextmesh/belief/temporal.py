@@ -29,8 +29,9 @@ from contextmesh.belief.invalidation import apply_invalidation, blast_radius
 from contextmesh.core.errors import InputError
 from contextmesh.core.graph import ContextGraph
 from contextmesh.knowledge.corpus import parse_date
+from contextmesh.knowledge.flat_baseline import FlatBaseline
 from contextmesh.knowledge.resolve import Resolver
-from contextmesh.knowledge.traverse import FlatBaseline, Walk, Walker
+from contextmesh.knowledge.traverse import Walk, Walker
 
 __all__ = ["AsOf", "TemporalError", "as_of_graph", "date_of", "explain_as_of", "node_dates", "rejection_date"]
 

@@ -310,3 +310,34 @@ class FeedFile:
         if not stat.S_ISREG(found.st_mode):
             raise _refuse_path(text, f"is {_kind_of(found.st_mode)}; {rule}")
         return path
+
+
+@dataclass(frozen=True)
+class FilePath:
+    """A file or folder path. ``kind``: ``read-path`` (an existing regular file or directory),
+    ``read-file`` (an existing regular file) or ``write-file`` (a regular file, or a new name in an
+    existing directory tree); what it is for is ``what``."""
+
+    what: str
+    kind: str
+
+    def __call__(self, text: str) -> Path:
+        rule = f"the rule is {self.what}"
+        problem = _path_problem(text)
+        if problem is not None:
+            raise _refuse_path(text, f"{problem}; {rule}")
+        path = Path(text)
+        found = _status(path)
+        if isinstance(found, str):
+            raise _refuse_path(text, f"{found}; {rule}")
+        if found is None:
+            if self.kind != "write-file":
+                raise _refuse_path(text, f"does not exist; {rule}")
+            problem = _ancestor_problem(path)
+            if problem is not None:
+                raise _refuse_path(text, f"{problem}; {rule}")
+            return path
+        allowed = stat.S_ISREG(found.st_mode) or (self.kind == "read-path" and stat.S_ISDIR(found.st_mode))
+        if not allowed:
+            raise _refuse_path(text, f"is {_kind_of(found.st_mode)}; {rule}")
+        return path

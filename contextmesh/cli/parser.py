@@ -12,7 +12,15 @@ import argparse
 import re
 from typing import TYPE_CHECKING, Any, NoReturn
 
-from contextmesh.cli import reads, writes
+from contextmesh.cli import (
+    deploy_commands,
+    ingest_command,
+    ledger_commands,
+    plan_rounds,
+    project_commands,
+    reads,
+    writes,
+)
 from contextmesh.cli.failure import UsageError
 from contextmesh.cli.options import (
     MAX_INTERVAL,
@@ -22,12 +30,14 @@ from contextmesh.cli.options import (
     Count,
     EdgePolicy,
     FeedFile,
+    FilePath,
     IsoDate,
     Key,
     PathOption,
     Seconds,
     Text,
 )
+from contextmesh.project.config import PROJECT_FILE
 
 __all__ = ["CliParser", "build_parser", "leaf_parsers"]
 
@@ -38,8 +48,19 @@ INTERVAL = Seconds(MAX_INTERVAL)
 SESSION_DIR = PathOption("an existing session directory", "existing-dir")
 NEW_SESSION_DIR = PathOption("a new session directory: absent, or an empty directory", "new-dir")
 OUT_DIR = PathOption("the dashboard directory: absent, or a directory", "out-dir")
-PROJECT_DIR = PathOption("an existing directory holding deployments/serve.py", "existing-dir")
+SERVE_DIR = PathOption("an existing project directory, or a checkout holding deployments/serve.py", "existing-dir")
+PROJECT = PathOption(f"an existing project directory (one holding {PROJECT_FILE})", "existing-dir")
+INIT_DIR = PathOption("the new project's directory: absent, empty, or a half-made project", "out-dir")
+PORT = Count("the port", 1, 65535)
 FEED = FeedFile()
+INGEST_SESSION = PathOption("a session directory: an existing session, or absent or empty for a new one", "out-dir")
+DOCUMENT_PATH = FilePath("a document file or a folder of them, existing", "read-path")
+ENTITIES_IN = FilePath("an existing entities file", "read-file")
+ENTITIES_IN_DOC = FilePath("an existing Markdown or text file", "read-file")
+ENTITIES_OUT = FilePath(
+    "the entities file to write: a regular file, or a new name in an existing directory", "write-file"
+)
+INGEST_ROOT = PathOption("the folder document names are taken from: an existing directory", "existing-dir")
 _ARGUMENT = re.compile(r"argument ([^:]+): ")
 
 
@@ -86,13 +107,24 @@ def leaf_parsers(parser: argparse.ArgumentParser, prefix: tuple[str, ...] = ()) 
     return found
 
 
+def project_option(sub: argparse.ArgumentParser) -> None:
+    """``--project DIR``: the project a command works on (default: the nearest contextmesh.toml above here)."""
+    sub.add_argument(
+        "--project",
+        type=PROJECT,
+        metavar="DIR",
+        help=f"the project to work on (default: the nearest {PROJECT_FILE} at or above the working directory)",
+    )
+
+
 def _common(
     sub: argparse.ArgumentParser,
     *,
     rounds: int,
     with_session: str = "not with --session, its own",
-    session_help: str = "work on a saved session and commit through it",
+    session_help: str = "the session to work on (default: the project's own)",
 ) -> None:
+    project_option(sub)
     sub.add_argument("--session", type=SESSION_DIR, metavar="DIR", help=session_help)
     sub.add_argument("--feed", type=FEED, help=argparse.SUPPRESS)  # the demo auditor's feed, with --session
     sub.add_argument(
@@ -129,7 +161,7 @@ def _reading_commands(commands: Commands) -> argparse.ArgumentParser:
         exp,
         rounds=8,
         with_session="with --session, asked in memory only",
-        session_help="read a saved session (read only: export never commits to it)",
+        session_help="the session to read (default: the project's own; read only: export never commits to it)",
     )
     exp.set_defaults(handler=reads.export)
     session = commands.add_parser("session", help="save, show or verify a session directory")
@@ -145,14 +177,15 @@ def _reading_commands(commands: Commands) -> argparse.ArgumentParser:
     verify = actions.add_parser("verify", help="exit 0 only when the directory loads whole and its ledger verifies")
     verify.set_defaults(handler=reads.session_verify)
     for sub in (show, verify):
-        sub.add_argument("dir", type=SESSION_DIR, help="the session directory")
+        sub.add_argument("dir", nargs="?", type=SESSION_DIR, help="the session directory (default: the project's own)")
+        project_option(sub)
     for sub in (save, show, verify):
         sub.add_argument("--feed", type=FEED, help="the demo advisory feed (default under $CONTEXTMESH_HOME)")
     return demo
 
 
 def _repair_epilog() -> str:
-    """The demo registry's worker keys and an example built from them — never a key typed here."""
+    """The bundled demo registry's worker keys and an example built from them — never a key typed here."""
     from pathlib import Path  # noqa: PLC0415
 
     from contextmesh.demo.auth import DEFAULT_KEYS  # noqa: PLC0415 - only when repair's help is printed
@@ -163,9 +196,10 @@ def _repair_epilog() -> str:
     example = replacement if replacement in workers else workers[0]
     return "\n".join(
         [
-            "worker keys the demo's registry holds:",
+            "worker keys the bundled demo's registry holds:",
             *(f"  {key}" for key in workers),
-            "(a session served by deployments/serve.py resolves keys in the deployment's registry/ package)",
+            f"(a project's keys are those its {PROJECT_FILE} [project] registry registers; a served session",
+            " resolves keys in the registry of the deployments serving it)",
             "",
             "example:",
             f"  contextmesh repair hashing --worker-key {example} \\",
@@ -175,14 +209,68 @@ def _repair_epilog() -> str:
     )
 
 
+def _where_it_runs(sub: argparse.ArgumentParser, *, dispatches: bool = True) -> None:
+    project_option(sub)
+    sub.add_argument("--session", type=SESSION_DIR, metavar="DIR", help="the session (default: the project's own)")
+    sub.add_argument("--feed", type=FEED, help="the bundled demo's advisory feed (only with no project)")
+    local_help = "run in this process, without Prefect"
+    if not dispatches:
+        sub.add_argument("--local", action="store_true", help=local_help)
+        return
+    where = sub.add_mutually_exclusive_group()
+    where.add_argument("--local", action="store_true", help=local_help)
+    where.add_argument(
+        "--deployment",
+        action="store_true",
+        help="dispatch to the prefect.yaml deployments on PREFECT_API_URL (a work pool; no serve.py)",
+    )
+    sub.add_argument(
+        "--wait",
+        type=WAIT,
+        metavar="SECONDS",
+        help=f"how long to wait for a dispatched run (default 120, at most {MAX_WAIT:g})",
+    )
+
+
+def _threads(sub: argparse.ArgumentParser) -> None:
+    sub.add_argument(
+        "--threads", type=THREADS, default=4, help=f"how many tasks of a layer run at once, 1 to {MAX_THREADS}"
+    )
+
+
+def _ingesting(commands: Commands) -> None:
+    ing = commands.add_parser("ingest", help="read Markdown and text files into a session, incrementally")
+    ing.add_argument(
+        "paths", nargs="+", type=DOCUMENT_PATH, metavar="PATH", help="files and folders (folders are read recursively)"
+    )
+    ing.add_argument(
+        "--session", type=INGEST_SESSION, metavar="DIR", help="the session to ingest into (created if new)"
+    )
+    ing.add_argument(
+        "--entities", type=ENTITIES_IN, metavar="FILE", help="the entities file (default: the root's entities.json)"
+    )
+    ing.add_argument(
+        "--root", type=INGEST_ROOT, metavar="DIR", help="name documents from here (default: the paths' folder)"
+    )
+    ing.add_argument("--dry-run", action="store_true", help="say what would be added, superseded and invalidated")
+    ing.add_argument(
+        "--suggest-entities", type=ENTITIES_OUT, metavar="FILE", help="write an editable entities file instead"
+    )
+    ing.add_argument("--feed", type=FEED, help=argparse.SUPPRESS)  # a saved demo's auditor feed
+    ing.set_defaults(handler=ingest_command.ingest)
+
+
 def _dispatching(commands: Commands) -> None:
-    served_help = "dispatch to the session's served deployment (deployments/serve.py) when one runs, else in-process"
+    served_help = "dispatched to the deployments serving the session, else one flow run here (--local: in-process)"
+    ran = "one round of the project's plan, committed: a Prefect flow run (--local: in-process)"
+    run = commands.add_parser("run", help=ran, description=ran)
+    run.set_defaults(handler=plan_rounds.run)
     rechecked = "run every standing auditor once and commit what it finds (a disproof); " + served_help
     rck = commands.add_parser("recheck", help=rechecked, description=rechecked)
-    rck.set_defaults(handler=writes.recheck)
+    rck.set_defaults(handler=plan_rounds.recheck)
     resumed = "run only stale and pending work whose ground stands and commit it; " + served_help
     res = commands.add_parser("resume", help=resumed, description=resumed)
-    res.set_defaults(handler=writes.resume)
+    res.set_defaults(handler=plan_rounds.resume)
     repaired = "ground a stale or failed task on new ground and a registered key, and commit it (runs no code)"
     rep = commands.add_parser(
         "repair",
@@ -195,7 +283,7 @@ def _dispatching(commands: Commands) -> None:
     rep.add_argument(
         "--worker-key",
         type=Key("a registered worker key"),
-        help="the key it runs from now on: a worker key of the registry (the demo's are listed below)",
+        help="the key it runs from now on: a worker key of the project's registry (the demo's are listed below)",
     )
     rep.add_argument(
         "--assumes",
@@ -203,36 +291,67 @@ def _dispatching(commands: Commands) -> None:
         required=True,
         help="the statement of its new ground, in quotes",
     )
-    rep.set_defaults(handler=writes.repair)
+    rep.set_defaults(handler=plan_rounds.repair)
+    _where_it_runs(run, dispatches=False)
     for sub in (rck, res, rep):
-        sub.add_argument("--session", type=SESSION_DIR, required=True, metavar="DIR", help="the session directory")
-        sub.add_argument("--feed", type=FEED, help="the demo advisory feed (default: the deployment's)")
-        sub.add_argument(
-            "--wait",
-            type=WAIT,
-            metavar="SECONDS",
-            help=f"how long to wait for a dispatched run (default 120, at most {MAX_WAIT:g})",
-        )
-        where = sub.add_mutually_exclusive_group()
-        where.add_argument("--local", action="store_true", help="run in this process even when a deployment serves")
-        where.add_argument(
-            "--deployment",
-            action="store_true",
-            help="dispatch to the prefect.yaml deployments on PREFECT_API_URL (a work pool; no serve.py)",
-        )
-    srv = commands.add_parser("serve", help="serve a session's plan, recheck and repair deployments (serve.py)")
-    srv.add_argument("--session", type=SESSION_DIR, required=True, metavar="DIR", help="the session directory to serve")
-    srv.add_argument("--feed", type=FEED, help="the advisory feed the demo auditor reads")
+        _where_it_runs(sub)
+    for sub in (run, rck, res):
+        _threads(sub)
+    _project_commands(commands)
+
+
+def _serve_command(commands: Commands) -> None:
+    srv = commands.add_parser("serve", help="serve a project's plan, recheck and repair deployments from this process")
+    srv.add_argument("--session", type=SESSION_DIR, metavar="DIR", help="the session to serve (default: the project's)")
+    srv.add_argument("--feed", type=FEED, help="the bundled demo's advisory feed (demo only)")
     srv.add_argument(
         "--interval",
         type=INTERVAL,
-        default="600",
         metavar="SECONDS",
-        help=f"recheck every (default 600, at most {MAX_INTERVAL:g})",
+        help=f"recheck every (default: the project's recheck_interval, 600 for the demo; at most {MAX_INTERVAL:g})",
     )
-    srv.add_argument("--trigger", choices=("run-deployment", "automation"), default="run-deployment")
-    srv.add_argument("--project", type=PROJECT_DIR, default=".", metavar="DIR", help="where deployments/serve.py is")
+    srv.add_argument("--trigger", choices=("run-deployment", "automation"), help="the bundled demo's resume trigger")
+    srv.add_argument(
+        "--project",
+        type=SERVE_DIR,
+        metavar="DIR",
+        help=f"the project (a folder holding {PROJECT_FILE}); with none, a checkout holding deployments/serve.py",
+    )
     srv.set_defaults(handler=writes.serve)
+    dep = commands.add_parser("deploy", help="register a project's deployments on its process work pool")
+    project_option(dep)
+    dep.add_argument(
+        "--session", type=SESSION_DIR, metavar="DIR", help="the session to deploy (default: the project's)"
+    )
+    dep.set_defaults(handler=deploy_commands.deploy)
+
+
+def _project_commands(commands: Commands) -> None:
+    init = commands.add_parser("init", help="make a runnable project: contextmesh.toml, a plan, documents, flows/")
+    init.add_argument("dir", type=INIT_DIR, help="the project's directory (absent or empty)")
+    init.add_argument("--name", type=Text("a project name", 63), help="the project's name (default: the folder's)")
+    init.set_defaults(handler=project_commands.init)
+    evidence = commands.add_parser("evidence", help="record what was observed, for the auditors' next recheck")
+    actions = evidence.add_subparsers(dest="evidence_command", required=True, metavar="ACTION", parser_class=CliParser)
+    add = actions.add_parser("add", help="record an observation from a source, or from the document it came from")
+    add.add_argument("text", type=Text("the observation"), help="what was observed, in quotes")
+    add.add_argument(
+        "--source",
+        type=Text("the source's origin or id"),
+        help="where it lives: a URL, a path, mail:… (found, or recorded new), or a source node's id 'source:…'",
+    )
+    add.add_argument("--title", type=Text("the source's title"), help="with --source: a new source's title")
+    add.add_argument("--document", type=ENTITIES_IN_DOC, metavar="FILE", help="instead: the document it came from")
+    add.add_argument("--name", type=Text("a document name", 300), metavar="NAME", help="with --document: its name")
+    add.set_defaults(handler=project_commands.evidence_add)
+    blast = commands.add_parser("blast-radius", help="what an assumption's fall would take down; changes nothing")
+    blast.add_argument(
+        "assumption", type=Text("an assumption"), help="its id, its statement, a task of the plan, or part of one"
+    )
+    blast.set_defaults(handler=project_commands.blast_radius)
+    for sub in (add, blast):
+        project_option(sub)
+        sub.add_argument("--session", type=SESSION_DIR, metavar="DIR", help="the session (default: the project's own)")
 
 
 def _running_commands(commands: Commands, demo: argparse.ArgumentParser) -> None:
@@ -263,6 +382,7 @@ def _running_commands(commands: Commands, demo: argparse.ArgumentParser) -> None
     adv.set_defaults(handler=writes.advisory)
     srv = commands.add_parser("server", help="start, check or stop the managed local Prefect server and its UI")
     srv.add_argument("action", choices=("start", "status", "stop"))
+    srv.add_argument("--port", type=PORT, help="with start: the port to serve on (default: 4200, else a free one)")
     srv.set_defaults(handler=writes.server)
 
 
@@ -273,6 +393,9 @@ def build_parser() -> CliParser:
     demo = _reading_commands(commands)
     _running_commands(commands, demo)
     _dispatching(commands)
+    _serve_command(commands)
+    ledger_commands.register(commands)
+    _ingesting(commands)
     for each in _every_parser(parser):
         each.allow_abbrev = False
         each.add_argument(

@@ -11,6 +11,7 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from contextmesh.cli.failure import UsageError, writing
+from contextmesh.cli.projects import Using, reader, using, writer
 from contextmesh.core.errors import SessionError
 
 if TYPE_CHECKING:
@@ -73,24 +74,57 @@ def _world(args: argparse.Namespace, default_rounds: int) -> DemoWorld:
     return build_world(_rounds(args, default_rounds), progress=_progress)
 
 
-def _one_source(args: argparse.Namespace, command: str) -> None:
-    """Refuse options that would be silently ignored: --rounds with a session, --feed without one."""
-    if args.session is not None and args.rounds is not None:
+def _on_a_session(args: argparse.Namespace, command: str) -> Using | None:
+    """The project and session a reading command works on, or None for the bundled demo built in memory.
+
+    A project (``--project``, or found above the working directory) or ``--session`` means a
+    session; with neither, the command builds the bundled demo (and says so). Options that would be
+    silently ignored are refused: --rounds with a session, --feed without the demo's session.
+    """
+    where = using(args)
+    on_session = not where.bundled or args.session is not None
+    if on_session and args.rounds is not None:
         raise UsageError(
-            f"--rounds {args.rounds} builds the demo graph; with --session the session's own rounds are used",
+            f"--rounds {args.rounds} builds the demo graph; a session's own rounds are used",
             prog=f"contextmesh {command}",
             path="--rounds",
         )
-    if args.session is None and args.feed is not None:
+    if not on_session and args.feed is not None:
         raise UsageError(
             f"--feed {str(args.feed)!r} is the feed of a saved session's auditor; it goes with --session",
             prog=f"contextmesh {command}",
             path="--feed",
         )
+    return where if on_session else None
+
+
+def _demo_only(args: argparse.Namespace, command: str) -> None:
+    """Refuse what a demo-only command would silently ignore: a project, --rounds with --session,
+    --feed without it."""
+    prog = f"contextmesh {command}"
+    if args.project is not None:
+        raise UsageError(
+            f"--project {str(args.project)!r}: `{command}` breaks the bundled demo's own sizing assumption; "
+            "on a project, record evidence (`contextmesh evidence add`) and let its auditors recheck",
+            prog=prog,
+            path="--project",
+        )
+    if args.session is not None and args.rounds is not None:
+        raise UsageError(
+            f"--rounds {args.rounds} builds the demo graph; with --session the session's own rounds are used",
+            prog=prog,
+            path="--rounds",
+        )
+    if args.session is None and args.feed is not None:
+        raise UsageError(
+            f"--feed {str(args.feed)!r} is the feed of a saved session's auditor; it goes with --session",
+            prog=prog,
+            path="--feed",
+        )
 
 
 def open_session(args: argparse.Namespace, *, policy: str = "every-ask") -> Session:
-    """The session ``--session`` (or ``DIR``) names, with the demo registry bound to ``--feed``."""
+    """The demo session ``--session`` names, with the demo registry bound to ``--feed`` (``execute``)."""
     from contextmesh.demo.saved import open_demo_session  # noqa: PLC0415
 
     return open_demo_session(args.session, feed=getattr(args, "feed", None), policy=policy)
@@ -116,14 +150,14 @@ def ask(args: argparse.Namespace) -> tuple[Any, str]:
     from contextmesh.belief.temporal import explain_as_of  # noqa: PLC0415
     from contextmesh.cli.render import render_as_of, render_commit, render_walk  # noqa: PLC0415
 
-    _one_source(args, "ask")
+    where = _on_a_session(args, "ask")
     if args.as_of is not None and args.policy is not None:
         raise UsageError(
             "--policy narrows a live walk; an --as-of answer walks the graph as it stood, with the default policy",
             prog="contextmesh ask",
             path="--policy",
         )
-    if args.session is None:
+    if where is None:
         world = _world(args, 0)
         if args.as_of is not None:
             explained = explain_as_of(
@@ -133,7 +167,7 @@ def ask(args: argparse.Namespace) -> tuple[Any, str]:
         walk = world.walker.ask(args.question, policy=args.policy)
         return walk.to_dict(), render_walk(walk)
     # The CLI commits itself (not the every-ask policy inside Session.ask) so it can say whether it landed.
-    session = open_session(args, policy="on-exit")
+    session = writer(args, where, policy="on-exit")
     if args.as_of is not None:
         explained = explain_as_of(session.graph, session.resolver, args.question, args.as_of, flat=session.flat)
         why = "an --as-of answer moves no telemetry, so there is nothing to commit"
@@ -237,9 +271,9 @@ def health(args: argparse.Namespace) -> tuple[Any, str]:
     from contextmesh.cli.render import render_health  # noqa: PLC0415
     from contextmesh.knowledge.health import check  # noqa: PLC0415
 
-    _one_source(args, "health")
-    if args.session is not None:
-        session = open_session(args)
+    where = _on_a_session(args, "health")
+    if where is not None:
+        session = reader(args, where)
         report = session.health()
         return report.to_dict(), render_health(report)
     world = _world(args, 8)
@@ -253,7 +287,7 @@ def invalidate(args: argparse.Namespace) -> tuple[Any, str]:
     from contextmesh.cli.render import render_invalidation, render_lineage  # noqa: PLC0415
     from contextmesh.demo.knowledge import break_in_graph, break_sizing_assumption, load_demo  # noqa: PLC0415
 
-    _one_source(args, "invalidate")
+    _demo_only(args, "invalidate")
     if args.session is not None:
         session = open_session(args)
         corpus, sidecar = load_demo()
@@ -276,10 +310,10 @@ def export(args: argparse.Namespace) -> tuple[Any, str]:
     from contextmesh.dashboard.export import export as write_export  # noqa: PLC0415
     from contextmesh.dashboard.export import render_summary  # noqa: PLC0415
 
+    where = using(args)
+    opened = None if where.bundled and args.session is None else reader(args, where)
     with writing(f"the dashboard into {args.out}"):
-        summary = write_export(
-            args.out, session_dir=args.session, rounds=_rounds(args, 8), inline=args.inline, feed=args.feed
-        )
+        summary = write_export(args.out, rounds=_rounds(args, 8), inline=args.inline, feed=args.feed, session=opened)
     return summary, render_summary(summary)
 
 
@@ -298,16 +332,21 @@ def session_show(args: argparse.Namespace) -> tuple[Any, str]:
     from contextmesh.cli.render import render_session  # noqa: PLC0415
 
     args.session = args.dir
-    data = open_session(args).describe()
+    data = reader(args, using(args)).describe()
     return data, render_session(data)
 
 
 def session_verify(args: argparse.Namespace) -> tuple[Any, str]:
     """``contextmesh session verify DIR``: exit 0 only when it loads whole and its ledger verifies."""
     args.session = args.dir
-    session = open_session(args)
+    session = reader(args, using(args))
     ledger_ok = session.ledger.verify() if session.ledger is not None else True
-    data = {"directory": str(args.dir), "generation": session.generation, "loaded": True, "ledger_verified": ledger_ok}
+    data = {
+        "directory": str(session.directory),
+        "generation": session.generation,
+        "loaded": True,
+        "ledger_verified": ledger_ok,
+    }
     if not ledger_ok:
-        raise SessionError(f"{args.dir}: the run ledger does not verify")
+        raise SessionError(f"{session.directory}: the run ledger does not verify")
     return data, f"ok: generation {session.generation} loads whole; ledger verifies"

@@ -12,7 +12,7 @@ from contextmesh.belief.assumptions import Assumptions
 from contextmesh.belief.invalidation import InvalidationReport
 from contextmesh.belief.temporal import AsOf
 from contextmesh.demo.execute import Walkthrough, produced
-from contextmesh.execution.plan import RoundReport
+from contextmesh.execution.plan import RecheckReport, RoundReport
 from contextmesh.knowledge.health import HealthReport
 from contextmesh.knowledge.pipeline import BuildReport
 from contextmesh.knowledge.traverse import Walk
@@ -24,6 +24,7 @@ __all__ = [
     "render_health",
     "render_invalidation",
     "render_lineage",
+    "render_recheck",
     "render_round",
     "render_round_rows",
     "render_session",
@@ -113,27 +114,53 @@ def render_as_of(answer: AsOf) -> str:
     return head + "\n" + render_walk(answer.walk)
 
 
-def render_round(report: RoundReport, *, url: str | None = None) -> str:
-    """``ROUND n · e executed, c cached`` with its layers, cached, blocked and failed tasks."""
-    lines = [f"ROUND {report.round} · {len(report.executed)} executed, {len(report.cached)} cached"]
+def render_round(report: RoundReport, *, url: str | None = None, rows: list[dict[str, str]] | None = None) -> str:
+    """``ROUND n · e executed, c cached`` with its layers, cached, blocked and failed tasks.
+
+    Given ``rows`` (:func:`contextmesh.execution.run_reasons.round_rows`: every task, its outcome and
+    why), the header counts the blocked too and each task gets a line with its reason instead.
+    """
+    head = f"ROUND {report.round} · {len(report.executed)} executed, {len(report.cached)} cached"
+    if rows is not None:
+        head += f", {len(report.blocked)} blocked" + (f", {len(report.failed)} failed" if report.failed else "")
+    lines = [head]
     if url:
         lines.append(f"  flow run: {url}")
     lines += [f"  layer {i}: {', '.join(layer)}" for i, layer in enumerate(report.layers, start=1)]
+    if rows is not None:
+        return "\n".join([*lines, *render_round_rows(rows)])
     lines += [f"  cached {name} — untouched, previous result stands" for name in report.cached]
     lines += [f"  blocked {name} — {reason}" for name, reason in report.blocked.items()]
     lines += [f"  failed {name} — {reason}" for name, reason in report.failed.items()]
     return "\n".join(lines)
 
 
-def render_round_rows(what: str, round_: int, rows: list[dict[str, str]]) -> str:
-    """``<what> round n: e executed, c cached, b blocked`` and one line per task with its reason."""
-    counts = {outcome: sum(1 for row in rows if row["outcome"] == outcome) for outcome in ("executed", "cached")}
-    counts["blocked"] = sum(1 for row in rows if row["outcome"] == "blocked")
-    failed = sum(1 for row in rows if row["outcome"] == "failed")
-    head = f"{what} round {round_}: " + ", ".join(f"{n} {outcome}" for outcome, n in counts.items())
-    lines = [head + (f", {failed} failed" if failed else "")]
+def render_round_rows(rows: list[dict[str, str]]) -> list[str]:
+    """One line per task: its outcome, its name and why (``not run this round`` when nothing says)."""
     width = max((len(row["task"]) for row in rows), default=0)
-    lines += [f"  {row['outcome']:<8} {row['task']:<{width}} — {row['reason'] or 'not run this round'}" for row in rows]
+    return [f"  {row['outcome']:<8} {row['task']:<{width}} — {row['reason'] or 'not run this round'}" for row in rows]
+
+
+def render_recheck(report: RecheckReport, *, url: str | None = None, reasons: dict[str, str] | None = None) -> str:
+    """``RECHECK round n · a audited`` with each disproof (the auditor's reason, what fell and why)."""
+    reasons = reasons or {}
+    lines = [f"RECHECK round {report.round} · {len(report.audited)} audited: {', '.join(report.audited) or 'nothing'}"]
+    if url:
+        lines.append(f"  flow run: {url}")
+    for fallen in report.invalidations:
+        lines.append(f"  DISPROVED {fallen.statement}")
+        if fallen.assumption_id in reasons:
+            lines.append(f"    auditor: {reasons[fallen.assumption_id]}")
+        if fallen.evidence_id:
+            lines.append(f"    evidence: {fallen.evidence_id}")
+        lines.append(f"    INVALIDATED ({fallen.blast_radius}), PRESERVED ({fallen.preserved_count})")
+        lines += [f"      ✗ {fallen.why(node_id)}" for node_id in fallen.invalidated]
+    if report.stale:
+        lines.append(f"  now stale, waiting for repair or resume: {', '.join(report.stale)}")
+    elif not report.invalidations:
+        lines.append("  every ground audited still holds")
+    lines += [f"  failed {name} — {reason}" for name, reason in report.failed.items()]
+    lines += [f"  audit error {name} — {reason}" for name, reason in report.audit_errors.items()]
     return "\n".join(lines)
 
 

@@ -10,11 +10,14 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from contextmesh.core.canonical import file_bytes, sha256_hex
 from contextmesh.dashboard.page import render_page
 from contextmesh.dashboard.payload import DEFAULT_ROUNDS, build_payload
+
+if TYPE_CHECKING:
+    from contextmesh.session.session import Session
 
 __all__ = ["DATA_PATH", "PAGE_PATH", "export", "render_summary", "write_files"]
 
@@ -29,12 +32,13 @@ def export(
     rounds: int = DEFAULT_ROUNDS,
     inline: bool = False,
     feed: Path | None = None,
+    session: Session | None = None,
 ) -> dict[str, Any]:
     """Build the payload (the demo's, or a saved session's read-only) and write data and page.
 
     Returns plain data describing what was written, for ``--json`` and :func:`render_summary`.
     """
-    payload = build_payload(session_dir=session_dir, rounds=rounds, feed=feed)
+    payload = build_payload(session_dir=session_dir, rounds=rounds, feed=feed, session=session)
     data = file_bytes(payload)
     page = render_page(data if inline else None).encode("utf-8")
     write_files(out_dir, data, page)

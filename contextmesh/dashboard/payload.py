@@ -26,7 +26,7 @@ import tempfile
 from collections import Counter
 from pathlib import Path
 from statistics import median
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from contextmesh.core.graph import ContextGraph
 from contextmesh.dashboard.marks import EDGE_CAP, HEIGHT, NODE_CAP, WIDTH, sample
@@ -39,6 +39,9 @@ from contextmesh.knowledge.health import check
 from contextmesh.knowledge.pipeline import BuildReport
 from contextmesh.knowledge.resolve import Resolver
 from contextmesh.knowledge.traverse import Walker
+
+if TYPE_CHECKING:
+    from contextmesh.session.session import Session
 
 __all__ = ["DEFAULT_ROUNDS", "PAYLOAD_SCHEMA", "PAYLOAD_VERSION", "assemble", "build_payload"]
 
@@ -53,9 +56,15 @@ _DIGITS = 6
 
 
 def build_payload(
-    *, session_dir: Path | None = None, rounds: int = DEFAULT_ROUNDS, feed: Path | None = None
+    *,
+    session_dir: Path | None = None,
+    rounds: int = DEFAULT_ROUNDS,
+    feed: Path | None = None,
+    session: Session | None = None,
 ) -> dict[str, Any]:
-    """The demo's payload, or a saved session's when ``session_dir`` is given."""
+    """The demo's payload, or a saved session's when ``session_dir`` (or an opened ``session``) is given."""
+    if session is not None:
+        return session_payload(session.directory or Path(), rounds=rounds, session=session)
     if session_dir is None:
         return demo_payload(rounds, feed=feed)
     return session_payload(session_dir, rounds=rounds, feed=feed)
@@ -83,11 +92,15 @@ def demo_payload(rounds: int = DEFAULT_ROUNDS, *, feed: Path | None = None) -> d
     )
 
 
-def session_payload(directory: Path, *, rounds: int = DEFAULT_ROUNDS, feed: Path | None = None) -> dict[str, Any]:
-    """A saved session, read-only: loaded with policy ``never``; the walk panels come from
-    ``rounds`` rounds of the demo's question mix asked in memory (a session keeps walk telemetry,
-    not the walks), and nothing is committed."""
-    session = open_demo_session(directory, feed=feed, policy="never")
+def session_payload(
+    directory: Path, *, rounds: int = DEFAULT_ROUNDS, feed: Path | None = None, session: Session | None = None
+) -> dict[str, Any]:
+    """A saved session, read-only: loaded with policy ``never`` (or ``session``, opened by the caller
+    through its project, read-only); the walk panels come from ``rounds`` rounds of the demo's
+    question mix asked in memory (a session keeps walk telemetry, not the walks), and nothing is
+    committed."""
+    if session is None:
+        session = open_demo_session(directory, feed=feed, policy="never")
     questions = round_questions()
     for _ in range(rounds):
         for question in questions:

@@ -21,7 +21,17 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from contextmesh import AuditContext, InputError, Plan, RunContext, TaskRegistry, Verdict, json_bytes, parse_json
+from contextmesh import (
+    AuditContext,
+    InputError,
+    Plan,
+    RunContext,
+    TaskRegistry,
+    Verdict,
+    contextmesh_home,
+    json_bytes,
+    parse_json,
+)
 
 __all__ = [
     "ADVISORY_TEXT",
@@ -29,6 +39,7 @@ __all__ = [
     "PLAN_NAME",
     "FeedError",
     "declare_plan",
+    "default_feed",
     "publish",
     "read_feed",
     "register_demo",
@@ -53,6 +64,11 @@ class FeedError(InputError):
 
 
 # -- the feed ---------------------------------------------------------------------------------
+
+
+def default_feed() -> Path:
+    """The demo's advisory feed when none is named: under ``$CONTEXTMESH_HOME`` (XDG state by default)."""
+    return contextmesh_home() / "demo-feed.json"
 
 
 def read_feed(feed: Path) -> list[dict[str, str]]:

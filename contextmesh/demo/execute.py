@@ -19,9 +19,9 @@ from typing import Any, Protocol
 from contextmesh import (
     Assumptions,
     ContextGraph,
-    ExecutionError,
     Executor,
     NodeRecord,
+    NoPlanError,
     Plan,
     RecheckReport,
     RoundReport,
@@ -203,7 +203,7 @@ class SessionSteps:
 
 def _plan_of(session: Session) -> Plan:
     if session.runner is None:
-        raise ExecutionError(f"{session.directory} holds no execution plan; create one with `session save`")
+        raise NoPlanError(session.directory or "this session", "create one with `session save`")
     return session.runner
 
 

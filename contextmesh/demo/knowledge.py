@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from contextmesh import (
     Assumptions,
     BuildResult,
+    Chunk,
     ContextGraph,
     Corpus,
     DecisionLog,
@@ -34,16 +35,19 @@ from contextmesh.demo import BREAK_PATH, CORPUS_PATH, QUESTIONS_PATH, SIDECAR_PA
 from contextmesh.demo.scenario import BreakScenario, load_break
 
 __all__ = [
+    "DEMO_CORPUS",
     "REPLACEMENT",
     "DemoWorld",
     "break_in_graph",
     "break_sizing_assumption",
     "build_world",
+    "demo_flat",
     "load_demo",
     "load_demo_break",
     "round_questions",
 ]
 
+DEMO_CORPUS = "contextmesh.demo"  # the corpus label of a session built from the bundled corpus
 REPLACEMENT = "Shard count follows the largest tenant's share of the corpus"
 EVIDENCE_ID = "postmortem-233/observation-1"
 Progress = Callable[[str, int, int], None]  # (stage, done, total), as build_graph reports it
@@ -71,6 +75,13 @@ def load_demo() -> tuple[Corpus, Sidecar]:
     """The bundled corpus and sidecar, checked."""
     corpus = load_corpus(CORPUS_PATH)
     return corpus, load_sidecar(SIDECAR_PATH, corpus)
+
+
+def demo_flat() -> FlatBaseline:
+    """Flat top-k over the bundled corpus's paragraphs (the walk's comparison figure)."""
+    corpus, _ = load_demo()
+    chunks = [Chunk(span.key, source.key, span.chunk) for source, span in corpus.spans()]
+    return FlatBaseline(chunks, HashedEmbedder())
 
 
 def load_demo_break(corpus: Corpus | None = None, sidecar: Sidecar | None = None) -> BreakScenario:

@@ -1,20 +1,22 @@
-"""The demo as a durable session: build it, save it, open it again with the demo's registry.
+"""The demo as a durable session: build it, save it, open it again through the demo project.
 
 ``save_demo_session`` builds the demo world, runs the walk rounds, declares the secure-auth plan on
 the same graph and runs its first round, then writes generation 1; ``create_demo_session`` writes
 the same session with the plan declared and nothing run (the Prefect walk-through runs round 1 as a
-flow run). ``open_demo_session`` loads a directory with the demo registry (keys resolved against
-this installation's demo workers, bound to the given advisory feed) and, for a session labelled
-:data:`DEMO_CORPUS`, the flat baseline of the bundled corpus.
+flow run). ``open_demo_session`` loads a directory through the bundled demo project
+(:func:`contextmesh.demo.demo_project.demo_project`): keys resolved against the demo's workers, bound to
+the given advisory feed, and, for a session labelled :data:`DEMO_CORPUS`, the flat baseline of the
+bundled corpus — the path every command takes for a user's project too.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from contextmesh import Chunk, Executor, FlatBaseline, HashedEmbedder, Plan, Session, TaskRegistry, contextmesh_home
-from contextmesh.demo.auth import PLAN_NAME, declare_plan, register_demo
-from contextmesh.demo.knowledge import DemoWorld, build_world, load_demo
+from contextmesh import Executor, Plan, Session, TaskRegistry
+from contextmesh.demo.auth import default_feed
+from contextmesh.demo.demo_project import demo_project
+from contextmesh.demo.knowledge import DEMO_CORPUS, DemoWorld, build_world, demo_flat
 
 __all__ = [
     "DEMO_CORPUS",
@@ -24,28 +26,25 @@ __all__ = [
     "demo_registry",
     "open_demo_session",
     "save_demo_session",
+    "with_corpus_flat",
 ]
-
-DEMO_CORPUS = "contextmesh.demo"
-
-
-def default_feed() -> Path:
-    """The demo's advisory feed when none is named: under ``$CONTEXTMESH_HOME`` (XDG state by default)."""
-    return contextmesh_home() / "demo-feed.json"
 
 
 def demo_registry(feed: Path) -> TaskRegistry:
-    """A registry holding the demo's workers and auditor, bound to ``feed``."""
-    registry = TaskRegistry()
-    register_demo(registry, feed=feed)
-    return registry
+    """A registry holding the demo's workers and auditor, bound to ``feed`` (it carries its recipe)."""
+    return demo_project(feed).registry()
 
 
-def demo_flat() -> FlatBaseline:
-    """Flat top-k over the bundled corpus's paragraphs (the walk's comparison figure)."""
-    corpus, _ = load_demo()
-    chunks = [Chunk(span.key, source.key, span.chunk) for source, span in corpus.spans()]
-    return FlatBaseline(chunks, HashedEmbedder())
+def with_corpus_flat(session: Session) -> Session:
+    """``session`` with the flat baseline of its corpus, when that corpus ships with ContextMesh.
+
+    A session's files do not hold the corpus, so whoever loads one (the CLI, the MCP server)
+    attaches it here; without it a walk reports ``flat_tokens`` 0.
+    """
+    if session.corpus == DEMO_CORPUS and session.flat is None:
+        session.flat = demo_flat()
+        session.walker.flat = session.flat
+    return session
 
 
 def _session(world: DemoWorld, runner: Plan) -> Session:
@@ -62,9 +61,7 @@ def _session(world: DemoWorld, runner: Plan) -> Session:
 
 
 def _declared(world: DemoWorld, feed: Path, executor: Executor | None) -> Plan:
-    runner = Plan(PLAN_NAME, world.graph, registry=demo_registry(feed), executor=executor)
-    declare_plan(runner)
-    return runner
+    return demo_project(feed).new_plan(world.graph, executor=executor)
 
 
 def save_demo_session(
@@ -86,12 +83,5 @@ def create_demo_session(directory: Path, *, feed: Path, rounds: int = 8) -> Sess
 def open_demo_session(
     directory: Path, *, feed: Path | None = None, policy: str = "every-ask", executor: Executor | None = None
 ) -> Session:
-    """Load a session with the demo registry; the flat baseline comes with a demo corpus."""
-    feed = feed or default_feed()
-    session = Session.load(directory, registry=demo_registry(feed), policy=policy)
-    if session.corpus == DEMO_CORPUS:
-        session.flat = demo_flat()
-        session.walker.flat = session.flat
-    if executor is not None and session.runner is not None:
-        session.runner.executor = executor
-    return session
+    """Load a session through the demo project; the flat baseline comes with a demo corpus."""
+    return demo_project(feed).open_session(directory, policy=policy, executor=executor)

@@ -44,6 +44,7 @@ from contextmesh.core.ids import key_problem, slug
 from contextmesh.execution.calls import Executor
 from contextmesh.execution.in_process import InProcessExecutor
 from contextmesh.execution.recheck import recheck
+from contextmesh.execution.references import check_refs
 from contextmesh.execution.repair import repair
 from contextmesh.execution.reports import RecheckReport, RoundReport
 from contextmesh.execution.rounds import run_round
@@ -51,6 +52,7 @@ from contextmesh.execution.task import Task, TaskState, blocked, check_keys
 from contextmesh.execution.task_registry import TaskRegistry
 from contextmesh.execution.verdicts import AUTHOR
 from contextmesh.formats.run_ledger import RunLedger
+from contextmesh.knowledge.revisions import DocumentRef
 
 # The reports, the task and its states are defined in their own modules and re-exported here: this
 # module is where a plan's user imports them from.
@@ -99,8 +101,15 @@ class Plan:
         needs: Iterable[str] = (),
         produces: Iterable[str] = (),
         rationale: str = "",
+        rests_on: Iterable[DocumentRef | str] = (),
+        about: Iterable[str] = (),
     ) -> Task:
-        """Declare a task. Its needs must be declared first, so declaration order is a topological order."""
+        """Declare a task. Its needs must be declared first, so declaration order is a topological order.
+
+        ``rests_on`` names the documents (by name) or sentences (``DocumentRef(doc, quote=...)``) the
+        task's result rests on, ``about`` the entities it is about; both are resolved against the
+        graph's current revisions when the task runs (:mod:`~contextmesh.execution.references`).
+        """
         if not isinstance(name, str) or key_problem(name) is not None:
             raise ExecutionError(f"a task name is text with no whitespace or control characters, not {name!r}")
         if name in self.tasks:
@@ -117,6 +126,7 @@ class Plan:
                 raise ExecutionError(f"task '{name}' produces {product!r}; an artefact name is non-empty text")
         if not isinstance(assumes, str) or not assumes.strip():
             raise ExecutionError(f"task '{name}' must say what it assumes (non-empty text)")
+        refs, topics = check_refs(name, rests_on, about)
         record = self.assumptions.assume(assumes, created_by=AUTHOR)
         task = Task(
             name=name,
@@ -127,6 +137,8 @@ class Plan:
             needs=wanted,
             produces=products,
             rationale=rationale,
+            rests_on=refs,
+            about=topics,
             run=run,
             audit=audit,
         )

@@ -109,6 +109,5 @@ def _commit(plan: Plan, task: Task, outcome: TaskOutcome, report: RoundReport) -
         fail(plan, task, f"audit failed the output: {verdict.reason}", report.failed, audit_ref)
     elif verdict is not None and verdict.kind == "disproved":
         disprove(plan, task, verdict, audit_ref, report)
-    else:
-        decide(plan, task, verdict, run_ref, outcome.audit_run)
+    elif decide(plan, task, verdict, run_ref, outcome.audit_run, report.failed):
         report.executed.append(task.name)

@@ -21,7 +21,7 @@ from __future__ import annotations
 from typing import Any
 
 from contextmesh.core.canonical import MAX_SAFE_INTEGER, digest, file_bytes, loads
-from contextmesh.core.errors import ContextMeshError, SnapshotError
+from contextmesh.core.errors import ContextMeshError, InputError, SnapshotError
 from contextmesh.core.graph import ContextGraph
 from contextmesh.core.ids import slug
 from contextmesh.execution.calls import Executor
@@ -29,6 +29,7 @@ from contextmesh.execution.plan import Plan, Task, TaskState
 from contextmesh.execution.task_registry import TaskRegistry
 from contextmesh.formats.records import check_header, exact_keys, expect_dict, expect_list
 from contextmesh.formats.run_ledger import RunLedger
+from contextmesh.knowledge.revisions import DocumentRef
 
 __all__ = [
     "EXECUTION_SCHEMA",
@@ -60,6 +61,9 @@ _TASK_FIELDS = (
     "output",
     "error",
 )
+# Written only when not empty, after the thirteen (E28, E29): a plan whose tasks rest on no document
+# writes exactly the file it wrote before tasks could.
+_OPTIONAL_FIELDS = ("rests_on", "about")
 
 
 def snapshot_plan(plan: Plan) -> dict[str, Any]:
@@ -75,6 +79,11 @@ def snapshot_plan(plan: Plan) -> dict[str, Any]:
 
 
 def _task_data(task: Task) -> dict[str, Any]:
+    optional: dict[str, Any] = {}
+    if task.rests_on:
+        optional["rests_on"] = [ref.to_data() for ref in task.rests_on]
+    if task.about:
+        optional["about"] = list(task.about)
     return {
         "name": task.name,
         "worker_key": task.worker_key,
@@ -89,6 +98,7 @@ def _task_data(task: Task) -> dict[str, Any]:
         "decision_id": task.decision_id,
         "output": task.output,
         "error": task.error,
+        **optional,
     }
 
 
@@ -149,7 +159,7 @@ def restore_plan(
     for index, raw in enumerate(expect_list(top["tasks"], "tasks")):
         path = f"tasks[{index}]"
         item = expect_dict(raw, path)
-        exact_keys(item, _TASK_FIELDS, path)
+        exact_keys(item, (*_TASK_FIELDS, *(f for f in _OPTIONAL_FIELDS if f in item)), path)
         task = _restore_task(item, path, graph, registry, tasks, plan_name)
         tasks[task.name] = task
     plan = Plan(plan_name, graph, registry=registry, ledger=ledger, executor=executor)
@@ -192,7 +202,44 @@ def _restore_task(
         decision_id=decision_id,
         output=item["output"],
         error=_text(item["error"], f"{path}.error", nullable=True, empty=True),
+        rests_on=_restore_refs(item, path),
+        about=_restore_about(item, path),
     )
+
+
+def _restore_refs(item: dict[str, Any], path: str) -> tuple[DocumentRef, ...]:
+    """E28: ``rests_on``, when present, is a non-empty array of distinct references."""
+    if "rests_on" not in item:
+        return ()
+    raw = expect_list(item["rests_on"], f"{path}.rests_on")
+    if not raw:
+        raise SnapshotError(
+            f"{path}.rests_on", "an empty array", "the field is written only when a task rests on something"
+        )
+    refs = []
+    for index, value in enumerate(raw):
+        try:
+            ref = DocumentRef.from_data(value, f"{path}.rests_on[{index}]")
+        except InputError as exc:
+            raise SnapshotError(exc.path, exc.found, exc.rule) from None
+        if ref in refs:
+            raise SnapshotError(f"{path}.rests_on[{index}]", str(ref), "a task names each reference once")
+        refs.append(ref)
+    return tuple(refs)
+
+
+def _restore_about(item: dict[str, Any], path: str) -> tuple[str, ...]:
+    """E29: ``about``, when present, is a non-empty array of distinct non-empty strings."""
+    if "about" not in item:
+        return ()
+    names = _texts(item["about"], f"{path}.about")
+    if not names:
+        raise SnapshotError(
+            f"{path}.about", "an empty array", "the field is written only when a task is about something"
+        )
+    if len(set(names)) != len(names):
+        raise SnapshotError(f"{path}.about", repr(list(names)), "a task names each entity once")
+    return names
 
 
 def _restore_keys(item: dict[str, Any], path: str, registry: TaskRegistry | None) -> tuple[str, str | None]:

@@ -16,7 +16,9 @@ from typing import Any
 from contextmesh.core.errors import ExecutionError
 from contextmesh.core.graph import ContextGraph
 from contextmesh.execution.calls import TaskIdentity
+from contextmesh.execution.references import task_grounds
 from contextmesh.execution.task_registry import TaskRegistry
+from contextmesh.knowledge.revisions import DocumentRef, current_revisions
 
 __all__ = ["Task", "TaskState", "blocked", "check_keys", "ground_stands"]
 
@@ -42,6 +44,8 @@ class Task:
     needs: tuple[str, ...] = ()
     produces: tuple[str, ...] = ()
     rationale: str = ""
+    rests_on: tuple[DocumentRef, ...] = ()
+    about: tuple[str, ...] = ()
     state: TaskState = TaskState.PENDING
     attempt: int = 0
     decision_id: str | None = None
@@ -75,8 +79,10 @@ def ground_stands(graph: ContextGraph, task: Task) -> bool:
 
 
 def blocked(tasks: Mapping[str, Task], graph: ContextGraph) -> dict[str, str]:
-    """The tasks that cannot run, with the reason: fallen ground, or a need that is blocked."""
+    """The tasks that cannot run, with the reason: fallen ground, references that name nothing now,
+    or a need that is blocked."""
     reasons: dict[str, str] = {}
+    index = None
     for task in tasks.values():
         if task.state is TaskState.DONE:
             continue
@@ -84,6 +90,12 @@ def blocked(tasks: Mapping[str, Task], graph: ContextGraph) -> dict[str, str]:
             status = graph.assumptions[task.assumption_id].status
             reasons[task.name] = f"its ground '{task.assumes}' is {status}; repair it onto new ground before it can run"
             continue
+        if task.rests_on or task.about:
+            index = current_revisions(graph) if index is None else index  # once a round, not once a task
+            grounds = task_grounds(graph, task.rests_on, task.about, index)
+            if isinstance(grounds, str):
+                reasons[task.name] = grounds
+                continue
         for need in task.needs:
             if need in reasons:
                 reasons[task.name] = f"it needs '{need}', which is blocked"

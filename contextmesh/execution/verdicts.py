@@ -18,6 +18,8 @@ from contextmesh.core.model import Provenance
 from contextmesh.execution.boundary import AuditContractError
 from contextmesh.execution.calls import TaskOutcome
 from contextmesh.execution.context import EvidenceView, Verdict
+from contextmesh.execution.grounding import about_claim
+from contextmesh.execution.references import task_grounds
 from contextmesh.execution.reports import RecheckReport, RoundReport
 from contextmesh.execution.task import Task, TaskState
 
@@ -79,9 +81,16 @@ def fail(plan: Plan, task: Task, reason: str, failed: dict[str, str], run_ref: R
     plan.ledger.record("failed", round=plan.round, task=task.name, key=task.worker_key, detail=reason, run=run_ref)
 
 
-def decide(plan: Plan, task: Task, verdict: Verdict | None, run_ref: RunRef, audit_ref: RunRef) -> None:
-    """The output stands: a new decision node supersedes the task's previous one."""
+def decide(
+    plan: Plan, task: Task, verdict: Verdict | None, run_ref: RunRef, audit_ref: RunRef, failed: dict[str, str]
+) -> bool:
+    """The output stands: a new decision node supersedes the task's previous one (True), unless the
+    documents it rests on no longer name what it rests on (the task fails with the reason, False)."""
     graph = plan.graph
+    grounds = task_grounds(graph, task.rests_on, task.about)
+    if isinstance(grounds, str):  # the documents changed while the task ran
+        fail(plan, task, f"cannot commit: {grounds}", failed, run_ref)
+        return False
     entity_ids = _artefacts(graph, task)
     record = plan.decisions.decide(
         f"{task.name} ({plan.name})",
@@ -91,6 +100,8 @@ def decide(plan: Plan, task: Task, verdict: Verdict | None, run_ref: RunRef, aud
         assumptions=[task.assumption_id],
         needs=[plan.tasks[n].decision_id for n in task.needs if plan.tasks[n].decision_id],  # type: ignore[misc]
         produces=entity_ids,
+        rests_on=grounds.grounds.claims,
+        cites=grounds.grounds.sources,
         supersedes=task.decision_id,
         attrs={
             "task": task.name,
@@ -100,6 +111,8 @@ def decide(plan: Plan, task: Task, verdict: Verdict | None, run_ref: RunRef, aud
             "output_digest": digest(task.output),
         },
     )
+    if grounds.entities:
+        about_claim(plan, task, grounds.entities, record.id)
     task.decision_id = record.id
     task.state = TaskState.DONE
     task.error = None
@@ -126,6 +139,7 @@ def decide(plan: Plan, task: Task, verdict: Verdict | None, run_ref: RunRef, aud
             run=audit_ref,
         )
         mark_checked(plan, task)
+    return True
 
 
 def _artefacts(graph: ContextGraph, task: Task) -> list[str]:

@@ -12,6 +12,8 @@ still binds it to the chain (runledger-v2 rule L22).
 * :func:`inclusion_bundle`, :func:`consistency_bundle` — bundles against checkpoints the caller
   holds; a checkpoint that is not a head of this ledger is refused, so no bundle is ever written
   that would not verify.
+* :func:`saved_checkpoint` — the checkpoint a reader kept (a note, or the newest one a bundle carries),
+  for a later consistency proof to start from.
 * :func:`verify_bundle` — the reference reader: every rule of the page, in the page's order,
   each refusal a :class:`ProofError` naming its path.
 """
@@ -49,6 +51,7 @@ __all__ = [
     "inclusion_bundle",
     "ledger_frontier",
     "ledger_tree",
+    "saved_checkpoint",
     "verify_bundle",
 ]
 
@@ -139,6 +142,25 @@ def consistency_bundle(
         "new_checkpoint": new_checkpoint,
         "consistency_path": [b64_hash(node) for node in tree.consistency_proof(old, new)],
     }
+
+
+def saved_checkpoint(data: bytes) -> str:
+    """The checkpoint a reader kept: a checkpoint note's bytes, or a bundle's newest checkpoint.
+
+    An auditor keeps the bundles they were given (or a note copied from a manifest); the head it
+    names is what a later consistency proof must start from. Only the syntax is checked here (P9,
+    and the bundle's shape): the signature is checked where the proof is verified, against a pinned key.
+    """
+    if len(data) > MAX_BUNDLE_BYTES:
+        raise ProofError("$", f"{len(data)} bytes", f"a saved checkpoint or bundle is at most {MAX_BUNDLE_BYTES} bytes")
+    if data.lstrip()[:1] != b"{":
+        read_checkpoint(data, "checkpoint")
+        return data.decode("utf-8")  # read_checkpoint refused anything that is not UTF-8 text
+    try:
+        top = _document(data)
+    except InputError as exc:
+        raise ProofError(exc.path, exc.found, exc.rule) from None
+    return _note(top, "checkpoint" if top["kind"] == "inclusion" else "new_checkpoint")
 
 
 @dataclass(frozen=True)

@@ -19,17 +19,19 @@ re-forged chain verifies: that is what a hash chain is (see docs/formats/runledg
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from contextmesh.core.canonical import (
     MAX_DEPTH,
-    digest,
+    canonical_bytes,
     ensure_canonical,
     ensure_depth,
     file_bytes,
     loads,
     nesting_depth,
+    sha256_hex,
 )
 from contextmesh.core.errors import CanonicalError, SnapshotError
 from contextmesh.formats.records import check_header, exact_keys, expect_dict, expect_list
@@ -39,6 +41,7 @@ __all__ = [
     "GENESIS",
     "LEDGER_SCHEMA",
     "LEDGER_VERSION",
+    "EntryBytes",
     "LedgerEntry",
     "RunLedger",
     "detached_entry",
@@ -63,6 +66,9 @@ _FIELDS = ("seq", "round", "event", "task", "decision_id", "key", "detail", "rec
 _HEX = re.compile(r"^[0-9a-f]{64}$")
 # An entry lies two levels down in the file (the document, then ``entries``).
 _ENTRY_LEVEL = 2
+# Told, for each entry a load checks, the RFC 8785 bytes its digest check hashed and the digest:
+# a caller that needs the entry's bytes again (a Merkle leaf) takes them from here, not a second pass.
+EntryBytes = Callable[[bytes, str], None]
 
 
 @dataclass(frozen=True)
@@ -88,7 +94,11 @@ class LedgerEntry:
 
 def entry_digest(fields: dict[str, Any]) -> str:
     """The digest an entry with these fields (``digest`` excluded) must carry."""
-    return digest({k: v for k, v in fields.items() if k != "digest"})
+    return sha256_hex(_digest_bytes(fields))
+
+
+def _digest_bytes(fields: dict[str, Any]) -> bytes:
+    return canonical_bytes({k: v for k, v in fields.items() if k != "digest"})
 
 
 class RunLedger:
@@ -104,6 +114,10 @@ class RunLedger:
     def entries(self) -> tuple[LedgerEntry, ...]:
         """Every entry, oldest first."""
         return tuple(self._entries)
+
+    def tail(self, start: int) -> tuple[LedgerEntry, ...]:
+        """The entries from index ``start`` on, without copying the ones before (a commit seals only those)."""
+        return tuple(self._entries[start:])
 
     @property
     def head(self) -> str:
@@ -189,13 +203,19 @@ class RunLedger:
         return file_bytes(self.snapshot())
 
     @classmethod
-    def load(cls, data: bytes, *, expect_head: str | None = None) -> RunLedger:
+    def load(cls, data: bytes, *, expect_head: str | None = None, entry_bytes: EntryBytes | None = None) -> RunLedger:
         """Parse and check a ledger file."""
-        return cls.from_snapshot(loads(data), expect_head=expect_head)
+        return cls.from_snapshot(loads(data), expect_head=expect_head, entry_bytes=entry_bytes)
 
     @classmethod
-    def from_snapshot(cls, data: Any, *, expect_head: str | None = None) -> RunLedger:
-        """Restore entries exactly as written, then check them; never replay."""
+    def from_snapshot(
+        cls, data: Any, *, expect_head: str | None = None, entry_bytes: EntryBytes | None = None
+    ) -> RunLedger:
+        """Restore entries exactly as written, then check them; never replay.
+
+        ``entry_bytes``, when given, is called once per entry, in order, with the bytes its digest
+        was recomputed from and the digest, after the entry passed its checks.
+        """
         ensure_depth(data)  # what load() refused in the text, refused in a document handed in directly
         top = expect_dict(data, "$")
         check_header(top, LEDGER_SCHEMA, LEDGER_VERSION, original_versions=(1,))
@@ -209,7 +229,9 @@ class RunLedger:
             path = f"entries[{index - 1}]"
             entry = expect_dict(raw, path)
             exact_keys(entry, _FIELDS, path)
-            _check_entry(entry, path, index, previous)
+            hashed = _check_entry(entry, path, index, previous)
+            if entry_bytes is not None:
+                entry_bytes(hashed, entry["digest"])
             ledger._entries.append(LedgerEntry(**_copy_data(entry)))
             previous = entry["digest"]
         if head != ledger.head:
@@ -238,7 +260,8 @@ def detached_entry(raw: Any, path: str, index: int) -> LedgerEntry:
     return LedgerEntry(**_copy_data(entry))
 
 
-def _check_entry(entry: dict[str, Any], path: str, seq: int, previous: str | None) -> None:
+def _check_entry(entry: dict[str, Any], path: str, seq: int, previous: str | None) -> bytes:
+    """Check one entry; return the RFC 8785 bytes its digest recomputed from."""
     if type(entry["seq"]) is not int or entry["seq"] != seq:
         raise SnapshotError(f"{path}.seq", repr(entry["seq"]), f"entries are numbered 1, 2, … (expected {seq})")
     if type(entry["round"]) is not int or entry["round"] < 0:  # type(...) is int refuses bools too
@@ -273,15 +296,16 @@ def _check_entry(entry: dict[str, Any], path: str, seq: int, previous: str | Non
             f"{path}.previous", repr(entry["previous"]), f"each entry chains to the digest before it ({previous})"
         )
     try:
-        expected = entry_digest(entry)
+        hashed = _digest_bytes(entry)
     except CanonicalError as exc:
         raise SnapshotError(f"{path}.{exc.path}", exc.found, exc.rule) from None
-    if entry["digest"] != expected:
+    if entry["digest"] != sha256_hex(hashed):
         raise SnapshotError(
             f"{path}.digest",
             repr(entry["digest"]),
             "the digest must recompute from the entry's fields; this entry was edited after it was written",
         )
+    return hashed
 
 
 def _copy_data(value: Any) -> Any:

@@ -9,9 +9,13 @@ a missing one, because a wrong merge corrupts every walk:
 2. a candidate the file names, or ignores, is left to the file;
 3. an acronym with one expansion becomes the expansion's entity with the acronym as its alias; an
    acronym defined two ways is held back;
-4. a phrase seen at least twice is admitted if it was seen once inside a sentence, or if its first
+4. a candidate other than an identifier seen only in titles and headings is held back (a label
+   confirms a name the prose uses, never makes one); a phrase seen at least twice is admitted if it
+   was seen once inside a sentence, or if its first
    word is never written in lower case in the documents (a table cell and the text after a colon
    open with a capital, and ``Tomas Berg`` in a cell is still a name; ``Rerun the LNA`` is not);
+   one seen once inside a sentence is admitted beside an admitted phrase that differs from it in
+   one word only, both with a digit (``Berth 5`` beside ``Berth 3``: a numbered series);
 5. an undefined acronym seen at least twice is admitted, unless its letters are the initials of
    exactly one entity already admitted (the resolver's acronym rule reads it as that entity);
 6. an identifier seen twice in prose, or once in prose with a compound shape (``_``, ``-``, ``.``,
@@ -128,7 +132,9 @@ class _Folder:
         for candidate in self.discovery.candidates:
             if candidate.key in self.verdicts or self.left_to_the_file(candidate):
                 continue
-            if candidate.kind == "phrase":
+            if candidate.labels == candidate.count and candidate.kind != "identifier":
+                self.decide(candidate, "held", "seen only in titles and headings")
+            elif candidate.kind == "phrase":
                 if candidate.count >= 2 and (candidate.inside >= 1 or candidate.proper_start):
                     self.admit(candidate, candidate.name, (), f"seen {candidate.count} times")
                 else:
@@ -144,6 +150,23 @@ class _Folder:
                     self.decide(candidate, "held", "seen only in code blocks" if not candidate.prose else "seen once")
             elif candidate.kind == "name":
                 self.decide(candidate, "held", "a single word: add it to the entities file if it names a thing")
+
+    def series(self) -> None:
+        """A phrase seen once inside a sentence is admitted when an admitted phrase differs from it in
+        one numbered word only (``Berth 5`` beside ``Berth 3``): the folder numbers a series of things."""
+        numbered = {
+            tuple(normalize(entity.name).split()): entity.name
+            for key, entity in self.admitted.items()
+            if self.by_key[key].kind == "phrase"
+        }
+        for candidate in self.discovery.candidates:
+            verdict = self.verdicts.get(candidate.key)
+            if candidate.kind != "phrase" or verdict is None or verdict.reason != "seen once" or not candidate.inside:
+                continue
+            sibling = _series_sibling(tuple(candidate.key.split()), numbered)
+            if sibling is not None:
+                del self.verdicts[candidate.key]
+                self.admit(candidate, candidate.name, (), f"one of a numbered series with {sibling}")
 
     def bare_acronyms(self) -> None:
         """Undefined acronyms go last: whether the resolver already reads one depends on the rest."""
@@ -183,11 +206,23 @@ class _Folder:
         return tuple(out)
 
 
+def _series_sibling(words: tuple[str, ...], numbered: dict[tuple[str, ...], str]) -> str | None:
+    """The first admitted name (in name order) that differs from ``words`` in exactly one word, both with a digit."""
+    for other in sorted(numbered):
+        if len(other) != len(words):
+            continue
+        differ = [i for i, (a, b) in enumerate(zip(words, other, strict=True)) if a != b]
+        if len(differ) == 1 and all(any(c.isdigit() for c in w[differ[0]]) for w in (words, other)):
+            return numbered[other]
+    return None
+
+
 def fold_entities(discovery: Discovery, registered: EntitiesFile | None = None) -> Folded:
     """The corpus's entities from the entities file and the admitted candidates (see the module docstring)."""
     folder = _Folder(discovery, registered)
     folder.acronyms()
     folder.others()
+    folder.series()
     folder.bare_acronyms()
     entities = folder.entities()
     verdicts = tuple(folder.verdicts[c.key] for c in discovery.candidates if c.key in folder.verdicts)

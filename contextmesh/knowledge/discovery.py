@@ -1,7 +1,10 @@
 """Entity candidates in the prose of the documents: phrases, acronyms, identifiers and names.
 
-Discovery (:func:`discover`) looks at prose only — sentences and table cells, never headings,
-titles or table headers, whose Title Case would make every word a name — and finds:
+Discovery (:func:`discover`) looks at prose — sentences and table cells — and at the document's
+title and headings (*labels*), never table headers. A label's Title Case would make every word a
+name, so what it finds is counted apart (``labels``) and folding never admits a phrase, acronym or
+name seen only in labels (:mod:`~contextmesh.knowledge.candidates`); a label only confirms what the
+prose names. Label words never count as capitalised inside a sentence. It finds:
 
 * **phrases**: runs of two to six capitalised words (``Kiruna Ground Station``), which may take
   a number or single capital after a word (``Pump 3``, ``Reservoir B``) and the connectors ``of``,
@@ -22,6 +25,8 @@ Candidates that fold into one are those the resolver could not tell apart anyway
 Every candidate keeps its count, how many of them were inside a sentence, in prose (not a code
 block) or inside a longer phrase, how many documents it is in, where it was first seen and every
 surface form it was written in; :mod:`~contextmesh.knowledge.candidates` decides which become entities.
+
+Incremental ingestion reads each document on its own: :mod:`~contextmesh.knowledge.sightings`.
 """
 
 from __future__ import annotations
@@ -32,7 +37,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from contextmesh.knowledge.acronyms import acronym_of, find_definitions
-from contextmesh.knowledge.documents import Document
+from contextmesh.knowledge.documents import Document, Unit
 from contextmesh.knowledge.sentences import SENTENCE_OPENERS
 from contextmesh.knowledge.text import normalize
 
@@ -69,6 +74,7 @@ class _Group:
     inside: int = 0  # occurrences not at a sentence's start
     prose: int = 0  # identifier occurrences outside code blocks
     in_phrase: int = 0  # occurrences as a word of a longer capitalised phrase
+    labels: int = 0  # occurrences in a title or heading (also counted in ``count``)
     documents: dict[str, None] = field(default_factory=dict)
     first: tuple[int, int] = (1 << 30, 0)
     first_seen: str = ""
@@ -89,6 +95,7 @@ class Candidate:
     documents: int
     first_seen: str
     forms: tuple[str, ...]
+    labels: int = 0  # how many of ``count`` were in a title or heading
 
 
 @dataclass(frozen=True)
@@ -154,7 +161,9 @@ class _Collector:
         self.expansions: dict[str, dict[str, str]] = {}  # acronym → normalised expansion → surface
         self.named_inside: set[str] = set()  # words capitalised somewhere other than a sentence's start
         self.lower_words: set[str] = set()  # words written in lower case somewhere
-        self.pending: list[tuple[list[str], int, str, int]] = []  # initial runs: tokens, doc index, name, line
+        # initial runs: tokens, doc index, name, line, read in a title or heading
+        self.pending: list[tuple[list[str], int, str, int, bool]] = []
+        self.labelling = False  # reading a title or heading now
         self.openers: set[int] = set()  # token indices of the unit being read that open a sentence
 
     def add(
@@ -175,9 +184,10 @@ class _Collector:
         group.forms[surface] = group.forms.get(surface, 0) + 1
         group.kinds.add(kind)
         group.count += 1
-        group.inside += inside
+        group.inside += inside and not self.labelling  # a title or heading is not a sentence
         group.prose += prose
         group.in_phrase += in_phrase
+        group.labels += self.labelling
         group.documents.setdefault(name)
         if (index, line) < group.first:
             group.first, group.first_seen = (index, line), f"{name}:{line}"
@@ -203,24 +213,31 @@ class _Collector:
         expansions = self.expansion_pattern()
         for index, document in enumerate(self.documents):
             for unit in document.units:
-                where = (index, document.name, unit.line)
-                chars = list(unit.text)
-                for start, end in unit.code:
-                    identifier = _code_identifier(unit.text[start:end])
-                    if identifier is not None:
-                        self.add(identifier, "identifier", where, inside=True)
-                    chars[start:end] = _MASK * (end - start)
-                masked = "".join(chars)
-                if expansions is not None:
-                    for match in expansions.finditer(masked):
-                        self.add(" ".join(match.group().split()), "phrase", where, inside=True)
-                        chars[match.start() : match.end()] = _MASK * (match.end() - match.start())
-                    masked = "".join(chars)
-                self.tokens(masked, where)
+                self.unit(unit, (index, document.name, unit.line), expansions)
+            self.labelling = True
+            for unit in document.labels:
+                self.unit(unit, (index, document.name, unit.line), expansions)
+            self.labelling = False
             for line, code in document.code:
                 for token in _CODE_TOKEN.findall(code):
                     if _identifier_shaped(token):
                         self.add(token, "identifier", (index, document.name, line), inside=True, prose=False)
+
+    def unit(self, unit: Unit, where: tuple[int, str, int], expansions: re.Pattern[str] | None) -> None:
+        """Code identifiers, defined expansions, then the tokens of one stretch of text."""
+        chars = list(unit.text)
+        for start, end in unit.code:
+            identifier = _code_identifier(unit.text[start:end])
+            if identifier is not None:
+                self.add(identifier, "identifier", where, inside=True)
+            chars[start:end] = _MASK * (end - start)
+        masked = "".join(chars)
+        if expansions is not None:
+            for match in expansions.finditer(masked):
+                self.add(" ".join(match.group().split()), "phrase", where, inside=True)
+                chars[match.start() : match.end()] = _MASK * (match.end() - match.start())
+            masked = "".join(chars)
+        self.tokens(masked, where)
 
     def tokens(self, text: str, where: tuple[int, str, int]) -> None:
         matches = list(_TOKEN.finditer(text))
@@ -270,7 +287,7 @@ class _Collector:
         if len(tokens) < 2 or len(tokens) > _MAX_PHRASE or not any(_is_word_name(t) for t in names):
             return []
         if initial:
-            self.pending.append((tokens, where[0], where[1], where[2]))
+            self.pending.append((tokens, where[0], where[1], where[2], self.labelling))
         else:
             self.add(" ".join(tokens), "phrase", where, inside=True)
         return [position for position, _ in run]
@@ -278,8 +295,9 @@ class _Collector:
     def settle_initial_runs(self) -> None:
         """A run at a sentence's start keeps its first word only when that word is evidently a name."""
         inside = {key for key, group in self.groups.items() if group.inside and "phrase" in group.kinds}
-        for tokens, index, name, line in self.pending:
+        for tokens, index, name, line, label in self.pending:
             where = (index, name, line)
+            self.labelling = label
             full, rest = " ".join(tokens), [token for _, token in _trim(list(enumerate(tokens))[1:])]
             if normalize(full) in inside or tokens[0] in self.named_inside:
                 self.add(full, "phrase", where, inside=False)
@@ -287,6 +305,7 @@ class _Collector:
                 self.add(" ".join(rest), "phrase", where, inside=True)
             elif len(tokens) == 2:
                 self.add(full, "phrase", where, inside=False)
+        self.labelling = False
 
     def discovery(self) -> Discovery:
         candidates = []
@@ -306,6 +325,7 @@ class _Collector:
                     len(group.documents),
                     group.first_seen,
                     tuple(forms),
+                    group.labels,
                 )
             )
         candidates.sort(key=lambda c: (-c.count, c.name.casefold(), c.name))

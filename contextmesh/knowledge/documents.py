@@ -27,6 +27,7 @@ moving a paragraph keeps them, and editing a sentence changes that sentence's ke
 
 from __future__ import annotations
 
+import itertools
 import re
 import unicodedata
 from bisect import bisect_right
@@ -128,6 +129,9 @@ class Document:
     units: tuple[Unit, ...]
     code: tuple[tuple[int, str], ...]
     notes: tuple[ReadWarning, ...]
+    # The front matter's title and every heading, for entity discovery only: a label names what its
+    # document or section is about, so it confirms a name the prose uses (never makes one alone).
+    labels: tuple[Unit, ...] = ()
 
 
 def heading_slug(text: str) -> str:
@@ -187,6 +191,7 @@ class _Reader:
         self.spans: list[tuple[str, str, int, str, int]] = []  # text, body, line, paragraph, offset
         self.links: list[DocLink] = []
         self.headings: list[tuple[str, int, int, int]] = []  # slug, level, line, first span
+        self.labels: list[Unit] = []
         self.units: list[Unit] = []
         self.code: list[tuple[int, str]] = []
         self.notes: list[ReadWarning] = []
@@ -216,10 +221,29 @@ class _Reader:
             self.notes.append(ReadWarning(self.name, block.line, "a link in a heading is not a relation"))
         if block.level == 1 and self.first_title is None and text:
             self.first_title = text
+        if text:
+            self.labels.append(Unit(plain.text, block.line, plain.code))
         self.headings.append((heading_slug(text), block.level, block.line, len(self.spans)))
 
     def paragraph(self, block: Block) -> None:
         plain = self.inline(block.text)
+        units = len(self.units)
+        self.sentences(block, plain)
+        cuts = [0, *plain.breaks, len(plain.text)]
+        lines = [(a, plain.text[a:b]) for a, b in itertools.pairwise(cuts) if plain.text[a:b].strip()]
+        if (
+            not self.markdown
+            and len(lines) >= 2
+            and not plain.code
+            and not lines[-1][1].rstrip().endswith(_ENDS_SENTENCE)
+        ):
+            # Lines of which the last does not end a sentence are a list of lines — a letterhead, an
+            # address, a signature — not wrapped prose: discovery reads each line by itself, so a
+            # name does not run on into the next line's. The spans stay sentences.
+            del self.units[units:]
+            self.units.extend(Unit(text, block.line + plain.line_offset(a), ()) for a, text in lines)
+
+    def sentences(self, block: Block, plain: Inline) -> None:
         bounds = split_sentences(plain.text, plain.code)
         sentences = [_collapse(plain.text[a:b]) for a, b in bounds]
         if block.kind == "item" and sentences:
@@ -293,7 +317,15 @@ class _Reader:
             tuple(self.units),
             tuple(self.code),
             tuple(self.notes),
+            self._labels(title),
         )
+
+    def _labels(self, title: str | None) -> tuple[Unit, ...]:
+        """The headings, after the front matter's title unless a heading already says it."""
+        said = {_collapse(unit.text) for unit in self.labels}
+        if title is None or _collapse(title) in said:
+            return tuple(self.labels)
+        return (Unit(title, 1, ()), *self.labels)
 
 
 def _span_keys(name: str, texts: list[str]) -> list[str]:

@@ -42,7 +42,16 @@ from contextmesh.knowledge.documents import DOCUMENT_SUFFIXES, Document, ReadWar
 from contextmesh.knowledge.entities_file import EntitiesFile, load_entities
 from contextmesh.knowledge.links import resolve_links
 
-__all__ = ["ENTITIES_FILE", "SIDECAR_NAMES", "FolderRead", "read_documents", "read_folder"]
+__all__ = [
+    "ENTITIES_FILE",
+    "SIDECAR_NAMES",
+    "FolderFiles",
+    "FolderRead",
+    "find_documents",
+    "folder_entities",
+    "read_documents",
+    "read_folder",
+]
 
 ENTITIES_FILE = "entities.json"
 SIDECAR_NAMES = frozenset([ENTITIES_FILE, "entities.candidates.json", "decisions.json", "scenarios.json"])
@@ -172,34 +181,64 @@ def _root(resolved: list[Path], root: Path | str | None) -> Path:
     return Path(os.path.commonpath(holders))
 
 
-def read_documents(
-    paths: Sequence[Path | str], *, root: Path | str | None = None, entities: Path | str | None = None
-) -> FolderRead:
-    """Read every document under ``paths`` (see the module docstring); links and entities untouched."""
+@dataclass(frozen=True)
+class FolderFiles:
+    """The documents under some paths, found but not read: (name, real path) in name order.
+
+    ``scope`` says what the paths cover, as names from the root: a folder's name followed by ``/``
+    (``""`` for the root itself) covers every document under it, a file's name covers that file.
+    """
+
+    root: Path
+    files: tuple[tuple[str, Path], ...]
+    warnings: tuple[ReadWarning, ...]
+    scope: tuple[str, ...]
+
+    def covers(self, name: str) -> bool:
+        """True when ``name`` lies under one of the paths (a document there that is gone was deleted)."""
+        return any(name == part or ((part.endswith("/") or not part) and name.startswith(part)) for part in self.scope)
+
+
+def find_documents(paths: Sequence[Path | str], *, root: Path | str | None = None) -> FolderFiles:
+    """Every document under ``paths`` (see the module docstring), named and sorted; nothing read."""
     if not paths:
         raise DocumentError("paths", "nothing", "name at least one file or folder to read")
     resolved = sorted({_resolve(path) for path in paths})
     base = _root(resolved, root)
     walk = _Walk(base)
+    scope = []
     for path in resolved:
         if path.is_dir():
             walk.folder(path)
+            scope.append("" if path == base else _name(path, base) + "/")
         else:
             walk.offer(path, explicit=True)
-    documents = tuple(
-        read_document(name, read_bounded(real, name, MAX_DOCUMENT_BYTES)) for name, real in walk.once_each()
-    )
+            scope.append(_name(path, base))
+    return FolderFiles(base, tuple(walk.once_each()), tuple(walk.warnings), tuple(sorted(set(scope))))
+
+
+def folder_entities(root: Path, entities: Path | str | None) -> EntitiesFile | None:
+    """The entities file: ``entities`` when given, else the root's ``entities.json`` if there is one."""
+    if entities is not None:
+        return load_entities(Path(entities))
+    if (root / ENTITIES_FILE).is_file():
+        return load_entities(root / ENTITIES_FILE, ENTITIES_FILE)
+    return None
+
+
+def read_documents(
+    paths: Sequence[Path | str], *, root: Path | str | None = None, entities: Path | str | None = None
+) -> FolderRead:
+    """Read every document under ``paths`` (see the module docstring); links and entities untouched."""
+    found = find_documents(paths, root=root)
+    documents = tuple(read_document(name, read_bounded(real, name, MAX_DOCUMENT_BYTES)) for name, real in found.files)
     if not documents:
         raise DocumentError(
-            str(base), "no document", f"a folder to read holds at least one {', '.join(DOCUMENT_SUFFIXES)} file"
+            str(found.root), "no document", f"a folder to read holds at least one {', '.join(DOCUMENT_SUFFIXES)} file"
         )
-    registered = None
-    if entities is not None:
-        registered = load_entities(Path(entities))
-    elif (base / ENTITIES_FILE).is_file():
-        registered = load_entities(base / ENTITIES_FILE, ENTITIES_FILE)
-    warnings = sorted([*walk.warnings, *(note for document in documents for note in document.notes)], key=_place)
-    return FolderRead(base, documents, tuple(warnings), registered)
+    registered = folder_entities(found.root, entities)
+    warnings = sorted([*found.warnings, *(note for document in documents for note in document.notes)], key=_place)
+    return FolderRead(found.root, documents, tuple(warnings), registered)
 
 
 def read_folder(

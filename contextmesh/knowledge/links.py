@@ -41,7 +41,7 @@ from contextmesh.knowledge.corpus import Relation
 from contextmesh.knowledge.documents import DOCUMENT_SUFFIXES, DocLink, Document, ReadWarning, SpanInfo
 from contextmesh.knowledge.extract import drop_reason
 
-__all__ = ["RELATION_TITLES", "resolve_links"]
+__all__ = ["RELATION_TITLES", "link_target", "link_targets", "resolve_links"]
 
 RELATION_TITLES = ("cites", "supersedes", "contradicts")
 _TEXT_DIRECTIVE = ":~:"
@@ -137,10 +137,7 @@ class _Resolver:
     def target_document(self, document: Document, link: DocLink, path: str) -> Document | None:
         if not path:
             return document
-        if path.startswith("/"):
-            joined = posixpath.normpath(path.lstrip("/"))
-        else:
-            joined = posixpath.normpath(posixpath.join(posixpath.dirname(document.name), path))
+        joined = _joined(document.name, path)
         if joined == ".." or joined.startswith("../"):
             self.warn(document, link, f"the link to {path!r} points outside the folder; no relation")
             return None
@@ -218,12 +215,8 @@ class _Resolver:
 
     def resolve(self, document: Document, link: DocLink) -> None:
         parts = urlsplit(link.destination)
-        if parts.scheme or parts.netloc:
-            return
-        path = unquote(parts.path)
-        if path and posixpath.splitext(path)[1].lower() not in DOCUMENT_SUFFIXES:
-            return
-        if not path and not parts.fragment:
+        path = _document_path(link.destination)
+        if path is None or (not path and not parts.fragment):
             return
         relation_type = self.relation_type(document, link)
         target = self.target_document(document, link, path)
@@ -244,6 +237,40 @@ class _Resolver:
         relation = Relation(relation_type, target_key)
         if relation not in relations:
             relations.append(relation)
+
+
+def _joined(name: str, path: str) -> str:
+    """Where ``path``, written in the document ``name``, leads from the root (``..`` when it leaves it)."""
+    if path.startswith("/"):
+        return posixpath.normpath(path.lstrip("/"))
+    return posixpath.normpath(posixpath.join(posixpath.dirname(name), path))
+
+
+def _document_path(destination: str) -> str | None:
+    """The percent-decoded path of a link to a document (``""``: into its own), or ``None`` for any other link."""
+    parts = urlsplit(destination)
+    if parts.scheme or parts.netloc:
+        return None
+    path = unquote(parts.path)
+    if path and posixpath.splitext(path)[1].lower() not in DOCUMENT_SUFFIXES:
+        return None
+    return path
+
+
+def link_target(name: str, destination: str) -> str | None:
+    """The name of the other document a link written in ``name`` points to (it may not exist), or ``None``."""
+    path = _document_path(destination)
+    if not path:
+        return None
+    joined = _joined(name, path)
+    if joined == ".." or joined.startswith("../") or joined == name:
+        return None
+    return joined
+
+
+def link_targets(document: Document) -> tuple[str, ...]:
+    """The names of the other documents ``document`` links to, whether or not they exist, sorted."""
+    return tuple(sorted({t for link in document.links if (t := link_target(document.name, link.destination))}))
 
 
 def resolve_links(documents: Sequence[Document]) -> tuple[dict[str, tuple[Relation, ...]], list[ReadWarning]]:

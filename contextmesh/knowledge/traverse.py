@@ -45,7 +45,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from contextmesh.core import vectors
 from contextmesh.core.errors import OntologyError
 from contextmesh.knowledge.confidence import (
     READING_MARGIN,
@@ -58,7 +57,8 @@ from contextmesh.knowledge.confidence import (
     no_relation,
     sure,
 )
-from contextmesh.knowledge.embed import Embedder, HashedEmbedder, cosine
+from contextmesh.knowledge.embed import Embedder, HashedEmbedder
+from contextmesh.knowledge.flat_baseline import FlatBaseline
 from contextmesh.knowledge.intent import Intent, read_intent
 from contextmesh.knowledge.ranking import AnswerIndex, Candidate, Trail, Weights, rank
 from contextmesh.knowledge.search import entity_words, reach, source_seeds, word_seeds
@@ -68,7 +68,6 @@ from contextmesh.knowledge.text import content_stems, estimate_tokens, normalize
 if TYPE_CHECKING:
     # Types only: importing the graph module at run time would pull networkx into every ask.
     from contextmesh.core.graph import ContextGraph
-    from contextmesh.knowledge.pipeline import Chunk
     from contextmesh.knowledge.resolve import ResolutionRecord, Resolver
 
 __all__ = [
@@ -76,7 +75,6 @@ __all__ = [
     "DEAD_END_REASONS",
     "DEFAULT_POLICY",
     "DeadEnd",
-    "FlatBaseline",
     "Step",
     "Walk",
     "Walker",
@@ -216,22 +214,6 @@ def _step_dict(step: Step) -> dict[str, object]:
 def _bodies_of(flat: FlatBaseline) -> dict[str, str]:
     """Span key → the body of its paragraph (the chunk without its headline is what the chunk adds)."""
     return {key: chunk.text for key, chunk in flat.chunks.items()}
-
-
-class FlatBaseline:
-    """Flat top-k retrieval over the corpus chunks with the same embedder: what a walk is compared with."""
-
-    def __init__(self, chunks: list[Chunk], embedder: Embedder) -> None:
-        self.embedder = embedder
-        self.chunks = {chunk.key: chunk for chunk in chunks}
-        # Flat retrieval ranks every chunk: it is the baseline, so it gets no index shortcut.
-        self._vectors = {chunk.key: vectors.decode(embedder.embed(chunk.text)) for chunk in chunks}
-
-    def tokens(self, question: str, k: int) -> int:
-        """Tokens flat top-k would send: the k best chunks by similarity, words × 1.3 each."""
-        query = vectors.decode(self.embedder.embed(question))
-        ranked = sorted(self.chunks, key=lambda key: -cosine(query, self._vectors[key]))
-        return sum(estimate_tokens(self.chunks[key].text) for key in ranked[:k])
 
 
 class Walker:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import math
+from collections.abc import Callable
 from pathlib import Path
 
 from contextmesh.core.errors import ContextMeshError
@@ -28,9 +29,29 @@ def parser() -> argparse.ArgumentParser:
     built = argparse.ArgumentParser(
         prog=PROG, description="Serve a ContextMesh graph over MCP (stdio, or HTTP: loopback unless --allow-remote)."
     )
-    which = built.add_mutually_exclusive_group(required=True)
+    which = built.add_mutually_exclusive_group()
     which.add_argument("--demo", action="store_true", help="build the bundled demo graph for this process (ephemeral)")
-    which.add_argument("--session", type=Path, metavar="DIR", help="serve a saved session directory")
+    built.add_argument(
+        "--session", type=Path, metavar="DIR", help="serve a saved session directory (with --project: of that project)"
+    )
+    which.add_argument(
+        "--project",
+        type=Path,
+        metavar="DIR",
+        help="serve a project's session (its own, or --session DIR) with the project's registry",
+    )
+    built.add_argument(
+        "--dispatch",
+        choices=("auto", "never"),
+        default="auto",
+        help="with --project: send mesh_recheck and mesh_resume to `contextmesh serve` when it serves the session",
+    )
+    built.add_argument(
+        "--dispatch-wait",
+        type=float,
+        metavar="SECONDS",
+        help="with --project: how long a dispatched recheck or resume is waited for (default 60)",
+    )
     built.add_argument("--save", type=Path, metavar="DIR", help="with --demo: write the demo as a session and exit")
     built.add_argument("--rounds", type=int, metavar="N", help="with --demo: walk rounds to run (default 8)")
     built.add_argument(
@@ -77,7 +98,15 @@ def parser() -> argparse.ArgumentParser:
 
 def check(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
     """Usage errors argparse cannot see (``parser.error`` exits 2 with one line)."""
-    if args.session is not None:
+    if not (args.demo or args.session is not None or args.project is not None):
+        parser.error("say what is served: --demo, --session DIR or --project DIR")
+    if args.demo and args.session is not None:
+        parser.error("argument --session: not allowed with argument --demo")
+    if args.project is None and (args.dispatch != "auto" or args.dispatch_wait is not None):
+        parser.error("--dispatch and --dispatch-wait work with --project (a launcher passes its own dispatcher)")
+    if args.dispatch_wait is not None and not (math.isfinite(args.dispatch_wait) and 0 < args.dispatch_wait <= 86400):
+        parser.error(f"--dispatch-wait {args.dispatch_wait:g}: a number of seconds above 0, at most 86400")
+    if args.session is not None or args.project is not None:
         for flag, value in (("--save", args.save), ("--rounds", args.rounds)):
             if value is not None:
                 parser.error(f"{flag} works with --demo only")
@@ -98,19 +127,71 @@ def check(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
                 parser.error(f"{flag} works with --transport http only")
 
 
-def open_served(
-    args: argparse.Namespace, *, registry: TaskRegistry | None = None, dispatcher: Dispatcher | None = None
+def _project_served(
+    args: argparse.Namespace,
+    *,
+    registry: TaskRegistry | None,
+    dispatcher: Dispatcher | None,
+    say: Callable[[str], None],
 ) -> ServedSession:
-    """The served session the arguments name (``--demo`` or ``--session``)."""
+    """``--project DIR``: its session (its own, made on first use, or ``--session``), its registry, and
+    the deployments ``contextmesh serve`` serves it from — or, said loudly, this process."""
+    from contextmesh.project.project import load_project  # noqa: PLC0415
+
+    project = load_project(args.project)
+    directory = args.session if args.session is not None else project.ensure_session()
+    if registry is not None:
+        raise ContextMeshError(f"--project {args.project}: the project's own registry is used; a launcher passes none")
+    session = project.open_session(directory, policy=args.checkpoint or "every-ask")
+    if dispatcher is None and args.dispatch == "auto" and session.runner is not None:
+        dispatcher = _served_dispatcher(directory, args.dispatch_wait)
+        if dispatcher is None:
+            from contextmesh.core.home import contextmesh_home  # noqa: PLC0415
+
+            say(
+                f"no `contextmesh serve` serves {directory} (no live served record under "
+                f"{contextmesh_home() / 'served'}; is CONTEXTMESH_HOME the one `serve` runs with?): mesh_recheck "
+                "and mesh_resume run IN THIS PROCESS; pass --dispatch never to say that is meant"
+            )
+        else:
+            say(f"`contextmesh serve` serves {directory}: mesh_recheck and mesh_resume dispatch to {dispatcher.name}")
+    source = f"project {project.name} ({project.file}), session {directory}"
+    return ServedSession(session, ephemeral=False, source=source, dispatcher=dispatcher)
+
+
+def _served_dispatcher(directory: Path, wait: float | None) -> Dispatcher | None:
+    try:
+        from contextmesh.mcp.deployment_dispatcher import dispatcher_for  # noqa: PLC0415 - Prefect's client
+    except ImportError:
+        return None
+    return dispatcher_for(directory, wait=wait)
+
+
+def open_served(
+    args: argparse.Namespace,
+    *,
+    registry: TaskRegistry | None = None,
+    dispatcher: Dispatcher | None = None,
+    say: Callable[[str], None] = lambda _: None,
+) -> ServedSession:
+    """The served session the arguments name (``--demo``, ``--session`` or ``--project``)."""
     if args.demo:
         from contextmesh.demo.knowledge import build_world  # noqa: PLC0415 - only --demo pays for the build
         from contextmesh.demo.saved import DEMO_CORPUS  # noqa: PLC0415
 
         rounds = 8 if args.rounds is None else args.rounds
         world = build_world(rounds)
-        session = Session(world.graph, world.result.resolver, walk_rounds=world.walk_rounds, corpus=DEMO_CORPUS)
+        session = Session(
+            world.graph,
+            world.result.resolver,
+            walk_rounds=world.walk_rounds,
+            corpus=DEMO_CORPUS,
+            flat=world.walker.flat,  # the figure a walk compares itself with, as the CLI's demo reports it
+        )
         session.walker.walks = list(world.walker.walks)
         return ServedSession(session, ephemeral=True, source=f"the bundled demo corpus ({rounds} walk rounds)")
+    if args.project is not None:
+        return _project_served(args, registry=registry, dispatcher=dispatcher, say=say)
     directory: Path = args.session
     try:
         session = Session.load(directory, registry=registry, policy=args.checkpoint or "every-ask")
@@ -122,4 +203,6 @@ def open_served(
                 f"{PROG}"
             ) from None
         raise
-    return ServedSession(session, ephemeral=False, source=str(directory), dispatcher=dispatcher)
+    from contextmesh.demo.saved import with_corpus_flat  # noqa: PLC0415 - the rule the CLI's loader follows
+
+    return ServedSession(with_corpus_flat(session), ephemeral=False, source=str(directory), dispatcher=dispatcher)

@@ -5,16 +5,21 @@
 record, :mod:`contextmesh.orchestration.served_record`; :func:`dispatcher_for` asks
 :func:`~contextmesh.orchestration.write_target.served_target`, the rule the CLI follows too). A call
 starts the recheck deployment, or the plan deployment in resume mode
-(:mod:`contextmesh.orchestration.deployed`), and waits a bounded time:
+(:mod:`contextmesh.orchestration.deployed`), and by default returns at once (``wait`` 0: the start
+and one read of the run's state); a launcher may ask it to wait up to ``wait`` seconds instead:
 
-* the run finished ``Completed``: the result is the run's **own report**, the artifact it published
-  after its commit (:mod:`contextmesh.orchestration.run_report`, ADR 0008) — the engine's
-  ``RecheckReport`` or ``RoundReport``, the generation it committed and the ledger head after it,
-  turned into the tool's result exactly as the in-process write turns its report;
-* the run is still going when the wait ends: the report of the session as it stands (nothing new
-  committed) with the flow run's id, UI address and state, ``completed`` false;
+* the run finished ``Completed`` in that time: the result is the run's **own report**, the artifact
+  it published after its commit (:mod:`contextmesh.orchestration.run_report`, ADR 0008) — the
+  engine's ``RecheckReport`` or ``RoundReport``, the generation it committed and the ledger head
+  after it, turned into the tool's result exactly as the in-process write turns its report;
+* the run is still going: the report of the session as it stands (nothing new committed) with the
+  flow run's id, UI address and state, ``completed`` false — the handle. :meth:`PrefectDispatcher.follow`
+  (the ``mesh_flow_run`` tool) reads the run again and, once it completed, returns that same report;
 * the run ended ``Failed``, ``Crashed`` or ``Cancelled``: an error naming the state, its message
   and the run's address — it committed nothing, and nothing is retried here.
+
+Handles are remembered by this process only: a restarted server follows none of the runs its
+predecessor started (each run's page in the UI keeps its report).
 
 :meth:`PrefectDispatcher.answering` is a cached probe (:class:`~contextmesh.mcp.write_dispatch.ProbeCache`,
 a few seconds' TTL): the served record still names a live ``serve.py`` for this directory, the API
@@ -33,7 +38,8 @@ from typing import TYPE_CHECKING, TypeVar
 
 from contextmesh.core.errors import ContextMeshError, ExecutionError
 from contextmesh.execution.plan import RecheckReport, RoundReport
-from contextmesh.mcp.models import FlowRunOut, RecheckResult, ResumeResult, result_of
+from contextmesh.mcp.models import FlowRunOut, FlowRunReport, RecheckResult, ResumeResult, result_of
+from contextmesh.mcp.quoting import quote
 from contextmesh.mcp.write_dispatch import DEFAULT_PROBE_TTL, ProbeCache
 from contextmesh.orchestration import deployed
 from contextmesh.orchestration.deployment_calls import DEFAULT_WAIT, PROBE_TIMEOUT, DeploymentCalls, round_of
@@ -46,7 +52,9 @@ from contextmesh.session.session import Session
 if TYPE_CHECKING:
     from contextmesh.execution.plan import Plan
 
-__all__ = ["DEFAULT_WAIT", "PROBE_TIMEOUT", "PrefectDispatcher", "dispatcher_for", "round_of"]
+__all__ = ["DEFAULT_WAIT", "MCP_WAIT", "PROBE_TIMEOUT", "PrefectDispatcher", "dispatcher_for", "round_of"]
+
+MCP_WAIT = 0.0  # an MCP write returns at once with its flow run's handle; mesh_flow_run follows it
 
 T = TypeVar("T")
 
@@ -66,7 +74,7 @@ def dispatcher_for(
         return None
     if record is None:
         return None
-    return PrefectDispatcher(record, wait=wait or DEFAULT_WAIT, home=home)
+    return PrefectDispatcher(record, wait=MCP_WAIT if wait is None else wait, home=home)
 
 
 class PrefectDispatcher:
@@ -76,14 +84,14 @@ class PrefectDispatcher:
         self,
         record: ServedRecord,
         *,
-        wait: float = DEFAULT_WAIT,
+        wait: float = MCP_WAIT,
         feed: str | None = None,
         home: Path | None = None,
         probe_ttl: float = DEFAULT_PROBE_TTL,
         probe_timeout: float = PROBE_TIMEOUT,
     ) -> None:
-        if not wait > 0:
-            raise ExecutionError(f"a dispatch waits a positive number of seconds, not {wait!r}")
+        if not wait >= 0:
+            raise ExecutionError(f"a dispatch waits a number of seconds from 0, not {wait!r}")
         self.record = record
         self.wait = wait
         self.feed = feed  # None: the deployment's own advisory feed (serve.py --feed)
@@ -91,6 +99,7 @@ class PrefectDispatcher:
         self.probe_timeout = probe_timeout
         self.calls = DeploymentCalls(record, home=home, probe_timeout=probe_timeout)
         self._probe = ProbeCache(self.probe, ttl=probe_ttl)
+        self._started: dict[str, tuple[str, int]] = {}  # flow-run id -> (recheck|resume, generation at start)
 
     # -- the Dispatcher protocol ------------------------------------------------------------------
 
@@ -121,6 +130,7 @@ class PrefectDispatcher:
             lambda: self.calls.start_recheck(feed=self.feed, wait=self.wait),
         )
         flow_run = _flow_run(done)
+        self._started[done.flow_run_id] = ("recheck", session.generation)
         if not done.finished:
             return result_of(
                 RecheckResult, RecheckReport(runner.round), **_as_it_stands(session, flow_run), committed=False
@@ -138,11 +148,37 @@ class PrefectDispatcher:
             lambda: self.calls.start_resume(session, feed=self.feed, wait=self.wait),
         )
         flow_run = _flow_run(done)
+        self._started.setdefault(done.flow_run_id, ("resume", session.generation))  # a found run keeps its start
         if not done.finished:
             return result_of(ResumeResult, RoundReport(runner.round), **_as_it_stands(session, flow_run), changed=False)
         run = self._reported(done, RoundReport)
         changed = run.generation > session.generation
         return result_of(ResumeResult, run.report, **_as_run_left_it(run, flow_run), changed=changed)
+
+    def follow(self, flow_run_id: str, session: Session) -> FlowRunReport:
+        """A run this dispatcher started: its state now and, once it completed, its report."""
+        started = self._started.get(flow_run_id)
+        if started is None:
+            known = ", ".join(self._started) or "none yet"
+            raise ExecutionError(
+                f"no flow run {quote(flow_run_id)} was started by this server's mesh_recheck or mesh_resume (it "
+                f"started: {known}); a restarted server forgets its handles, and each run's page at "
+                f"{self.record.ui_url} keeps its report"
+            )
+        kind, generation = started
+        deployment = self.record.recheck if kind == "recheck" else self.record.plan
+        done = self._dispatch("state read", deployment, lambda: self.calls.observe(deployment, flow_run_id))
+        flow_run = _flow_run(done)
+        if not done.finished:
+            return FlowRunReport(kind=kind, flow_run=flow_run, recheck=None, resume=None)
+        if kind == "recheck":
+            run = self._reported(done, RecheckReport)
+            recheck = result_of(RecheckResult, run.report, **_as_run_left_it(run, flow_run), committed=True)
+            return FlowRunReport(kind=kind, flow_run=flow_run, recheck=recheck, resume=None)
+        run = self._reported(done, RoundReport)
+        changed = run.generation > generation
+        resume = result_of(ResumeResult, run.report, **_as_run_left_it(run, flow_run), changed=changed)
+        return FlowRunReport(kind=kind, flow_run=flow_run, recheck=None, resume=resume)
 
     # -- the steps ------------------------------------------------------------------------------------
 

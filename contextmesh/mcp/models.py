@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from contextmesh.execution.plan import RecheckReport, RoundReport
 
 __all__ = [
+    "JSON_TYPES",
     "AnyJson",
     "AsOfResult",
     "AskResult",
@@ -27,6 +28,7 @@ __all__ = [
     "EvidenceOut",
     "FallenOut",
     "FlowRunOut",
+    "FlowRunReport",
     "HealthResult",
     "InvalidationOut",
     "LineageResult",
@@ -46,9 +48,10 @@ __all__ = [
 
 
 # Any JSON value, with a schema that says so (a bare ``{}`` reads as "constrains nothing" to schema linters).
-AnyJson = Annotated[
-    JsonValue, WithJsonSchema({"type": ["string", "number", "integer", "boolean", "object", "array", "null"]})
-]
+# One branch per type, not a ``type`` array: clients that map tool schemas onto a single-``type``
+# dialect (the OpenAPI subset some model providers use) reject or drop an array.
+JSON_TYPES = ("string", "number", "integer", "boolean", "object", "array", "null")
+AnyJson = Annotated[JsonValue, WithJsonSchema({"anyOf": [{"type": name} for name in JSON_TYPES]})]
 
 
 class _Out(BaseModel):
@@ -281,6 +284,13 @@ class SubmitResult(_Out):
     committed: bool
     generation: int
     node: EvidenceOut
+    source_created: bool = False
+    # With a document: its current revision, whether this call wrote it, the claims it superseded
+    # and the plan tasks that went stale with them.
+    document_revision: str | None = None
+    document_wrote: bool = False
+    superseded: list[str] = []
+    stale: list[str] = []
 
 
 class InvalidationOut(_Out):
@@ -356,6 +366,15 @@ class ResumeResult(_Out):
     ledger_head: str | None
     generation: int
     flow_run: FlowRunOut | None = None
+
+
+class FlowRunReport(_Out):
+    """A recheck or resume flow run followed by its handle: its state and, once it ended, its report."""
+
+    kind: Literal["recheck", "resume"]
+    flow_run: FlowRunOut
+    recheck: RecheckResult | None = Field(description="what mesh_recheck would have returned, once the run ended")
+    resume: ResumeResult | None = Field(description="what mesh_resume would have returned, once the run ended")
 
 
 _Result = TypeVar("_Result", RecheckResult, ResumeResult)

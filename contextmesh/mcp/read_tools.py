@@ -34,6 +34,7 @@ from contextmesh.core.errors import ContextMeshError, OntologyError
 from contextmesh.core.graph import ContextGraph
 from contextmesh.core.model import AssumptionRecord, EdgeRecord
 from contextmesh.core.ontology import EdgeType
+from contextmesh.mcp.labels import AmbiguousLabelError, resolve
 from contextmesh.mcp.models import (
     AskResult,
     AsOfResult,
@@ -95,9 +96,17 @@ class ToolSpec:
 # -- argument types (their constraints are the published input schema) ---------------------------
 
 Question = Annotated[str, Field(min_length=1, max_length=2000, description="the question, in plain words")]
-NodeId = Annotated[str, Field(min_length=1, max_length=300, description="a node id, e.g. 'claim:…' or 'decision:…'")]
-AssumptionId = Annotated[str, Field(min_length=1, max_length=300, description="an assumption node id, 'assumption:…'")]
-DecisionId = Annotated[str, Field(min_length=1, max_length=300, description="a decision node id, 'decision:…'")]
+NodeId = Annotated[
+    str,
+    Field(min_length=1, max_length=300, description="a node id, e.g. 'claim:…' or 'decision:…', or its unique label"),
+]
+AssumptionId = Annotated[
+    str,
+    Field(min_length=1, max_length=300, description="an assumption node id, 'assumption:…', or its unique statement"),
+]
+DecisionId = Annotated[
+    str, Field(min_length=1, max_length=300, description="a decision node id, 'decision:…', or its unique label")
+]
 IsoDate = Annotated[str, Field(pattern=r"^[0-9]{4}-[0-9]{2}-[0-9]{2}$", description="a source-time date, YYYY-MM-DD")]
 Policy = Annotated[
     list[EdgeType] | None,
@@ -169,6 +178,14 @@ def node_view(graph: ContextGraph, node_id: str) -> NodeResult:
     )
 
 
+def _named(graph: ContextGraph, given: str, node_type: str | None = None) -> str:
+    """The id ``given`` means (itself, or the one live node labelled so: :mod:`contextmesh.mcp.labels`)."""
+    try:
+        return resolve(graph, given, node_type)
+    except AmbiguousLabelError as exc:
+        raise MeshToolError(str(exc)) from None
+
+
 def _assumption(graph: ContextGraph, assumption_id: str) -> AssumptionRecord:
     record = graph.assumptions.get(assumption_id)
     if record is None:
@@ -203,7 +220,7 @@ def mesh_ask(session: Session, question: Question, policy: Policy = None) -> Ask
 def mesh_get_node(session: Session, node_id: NodeId) -> NodeResult:
     """One node by id: its record, every edge in and out (invalidated ones included, each with the
     label at its other end) and, for an assumption, its versioned record."""
-    return node_view(session.graph, node_id)
+    return node_view(session.graph, _named(session.graph, node_id))
 
 
 def mesh_health(session: Session) -> HealthResult:
@@ -217,6 +234,7 @@ def mesh_health(session: Session) -> HealthResult:
 def mesh_lineage(session: Session, assumption_id: AssumptionId) -> LineageResult:
     """The supersession chain through an assumption, oldest version first: what it replaced,
     what replaced it, and each version's status and evidence."""
+    assumption_id = _named(session.graph, assumption_id, "assumption")
     _assumption(session.graph, assumption_id)
     chain = Assumptions(session.graph).lineage(assumption_id)
     return LineageResult(assumption_id=assumption_id, depth=len(chain), chain=[assumption_out(r) for r in chain])
@@ -226,6 +244,7 @@ def mesh_blast_radius(session: Session, assumption_id: AssumptionId) -> BlastRad
     """A dry run: what would fall if this assumption were rejected now — each node with the reason
     chain that takes it down — and the preserved complement. Changes nothing."""
     graph = session.graph
+    assumption_id = _named(graph, assumption_id, "assumption")
     record = _assumption(graph, assumption_id)
     report = blast_radius(graph, assumption_id)
     note = None
@@ -277,6 +296,7 @@ def mesh_reconstruct_decision(
     """Walk back from a decision to the reasons it stood on (assumptions, claims, sources, needed
     decisions, up to `depth` steps), split into those that existed when it was made and those that
     came later; with `as_of`, from the graph as it stood on that date."""
+    decision_id = _named(session.graph, decision_id, "decision")
     try:
         result = reconstruct_decision(session.graph, decision_id, as_of=as_of, depth=depth)
     except (ContextMeshError, ValueError) as exc:  # NotFoundError, TemporalError, a bad depth

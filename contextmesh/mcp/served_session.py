@@ -93,6 +93,15 @@ class ServedSession:
             return []
         return [] if self.probe.answering() else sorted(DISPATCHABLE)
 
+    def not_answering_note(self) -> str:
+        """What a not-answering tool's description says, so a client that drops ``_meta`` still reads it."""
+        target = "its deployment" if self.dispatcher is None else self.dispatcher.name
+        return (
+            f"NOT ANSWERING NOW: this tool dispatches to {target}, which does not answer (serve.py stopped, "
+            "the API down, or the deployments missing); a call is refused and nothing runs in this process "
+            "instead."
+        )
+
     # -- describing ------------------------------------------------------------------------------
 
     def note(self) -> str:
@@ -130,6 +139,7 @@ class ServedSession:
             "ephemeral": self.ephemeral,
             "writes": None if self.write_refusal() else "controlled",
             "dispatch": "in-process" if self.dispatcher is None else self.dispatcher.name,
+            "not_answering": self.not_answering(),
             "walks_in_process": len(session.walker.walks),
             "node_walks": sum(n.walks for n in session.graph.nodes.values()),
             "edge_traversals": sum(e.traversals for e in session.graph.edges.values()),

@@ -3,56 +3,63 @@
     contextmesh-mcp --demo                                  # an ephemeral demo graph (read-only)
     contextmesh-mcp --demo --rounds 8 --save ./session      # write a demo session and exit
     contextmesh-mcp --session ./session [--checkpoint every-ask|on-exit|never]
+    contextmesh-mcp --project ./my-project [--session DIR] [--dispatch auto|never] [--dispatch-wait S]
     contextmesh-mcp --session ./session --transport http [--host 127.0.0.1] [--port 8765]
     contextmesh-mcp --session ./session --transport http --host 0.0.0.0 --allow-remote --token-file FILE
 
-``--demo`` or ``--session DIR`` must be said. A session holding an execution plan starts only when
-the launcher supplies the deployment's registry with every key the plan names
-(``main(argv, registry=…)``; ``deployments/serve_mcp.py`` is this repository's launcher), and
-fails before any transport starts otherwise: no request, flag or file can choose code.
+``--demo``, ``--session DIR`` or ``--project DIR`` must be said. A session holding an execution plan starts only
+with a registry holding every key the plan names: a project's own (``--project``: the code its ``contextmesh.toml``
+names, written by its operator), or one a launcher supplies (``main(argv, registry=…)``;
+``deployments/serve_mcp.py`` is the bundled demo's launcher), and fails before any transport starts otherwise: no
+request, flag or file can choose code. With ``--project``, ``mesh_recheck`` and ``mesh_resume`` go to the
+deployments ``contextmesh serve`` serves the session from, and when none does the server says on stderr that they
+run in-process.
 
-HTTP is served at ``http://127.0.0.1:<port>/mcp``: POST only (anything else 405, so no event
-stream), one JSON body per request, stateless, Host and Origin checked against an explicit
-loopback allow-list, request bodies capped at :data:`MAX_BODY_BYTES`, each whole request due
-within ``--read-timeout`` seconds and connections capped per client
-(:mod:`contextmesh.mcp.connections`). Beyond loopback only with ``--allow-remote`` and a bearer
-token on every request (:mod:`contextmesh.mcp.exposure`). Every tool and resource runs under the
-served session's one lock, after a reload if another writer committed. Every refusal quotes a
-client's value short (:mod:`contextmesh.mcp.quoting`). A banner on stderr says what is served and
-whether it persists; nothing but protocol reaches stdout, and no log record prints a traceback.
+HTTP is served at ``http://127.0.0.1:<port>/mcp``: POST only (anything else 405, so no event stream), one JSON body
+per request, stateless, Host and Origin checked against an explicit loopback allow-list, request bodies capped at
+:data:`MAX_BODY_BYTES`, each whole request due within ``--read-timeout`` seconds and connections capped per client
+(:mod:`contextmesh.mcp.connections`). Beyond loopback only with ``--allow-remote`` and a bearer token on every
+request (:mod:`contextmesh.mcp.exposure`). Every tool and resource runs under the served session's one lock, after a
+reload if another writer committed. Over stdio and in-process a client may subscribe to resources; each commit that
+changes one is announced (:mod:`contextmesh.mcp.resource_watch`). Every refusal quotes a client's value short
+(:mod:`contextmesh.mcp.quoting`). A banner on stderr says what is served and whether it persists; nothing but
+protocol reaches stdout, and no log record prints a traceback.
 """
 
 from __future__ import annotations
 
-import argparse
+import contextlib
 import functools
 import inspect
-import io
 import logging
 import os
 import signal
-import socket
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from typing import IO, Any
 
 import anyio
 import anyio.to_thread
-import uvicorn
 from mcp.server import MCPServer
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
+from mcp.server.lowlevel.helper_types import ReadResourceContents
 from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError, ToolError
 from mcp.server.stdio import stdio_server
+from mcp.server.subscriptions import ResourceUpdated
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp.shared.exceptions import MCPError
 from mcp.types import (
     INTERNAL_ERROR,
     INVALID_PARAMS,
+    INVALID_REQUEST,
     CallToolResult,
+    EmptyResult,
     ListToolsResult,
     PaginatedRequestParams,
+    SubscribeRequestParams,
     TextContent,
     ToolAnnotations,
+    UnsubscribeRequestParams,
 )
 from pydantic import ValidationError
 from starlette.types import ASGIApp
@@ -62,9 +69,9 @@ from contextmesh.core.errors import ContextMeshError
 from contextmesh.execution.task_registry import TaskRegistry
 from contextmesh.mcp import log_lines
 from contextmesh.mcp.command import DEFAULT_PORT, PROG, check, open_served, parser
-from contextmesh.mcp.connections import ConnectionLimits, guarded_protocol
-from contextmesh.mcp.exposure import ExposureError, check_exposure, load_token
+from contextmesh.mcp.handles import HANDLE_TOOLS
 from contextmesh.mcp.http_guard import PostOnly, guarded
+from contextmesh.mcp.http_listener import http_listener, line, say, serve_http
 from contextmesh.mcp.quoting import (
     argument_refusal,
     long_strings,
@@ -75,11 +82,13 @@ from contextmesh.mcp.quoting import (
     unknown_tool,
 )
 from contextmesh.mcp.read_tools import READ_TOOLS, MeshToolError, ToolSpec
+from contextmesh.mcp.resource_watch import ResourceWatch, Sink, SubscriptionError
 from contextmesh.mcp.resources import RESOURCES, TEMPLATES, assumption_json, node_json
 from contextmesh.mcp.served_session import ServedSession
-from contextmesh.mcp.stdio_guard import CheckedLines, Wire, claim_stdin
+from contextmesh.mcp.stdio_guard import CheckedLines, Wire, quiet_stdout, restore_stdout, serve_on_stdio
+from contextmesh.mcp.tool_hints import INSTRUCTIONS, READ_ONLY_HINTS, TOOL_HINTS
 from contextmesh.mcp.write_dispatch import Dispatcher
-from contextmesh.mcp.write_tools import WRITE_TOOLS
+from contextmesh.mcp.write_tools import WRITE_TOOLS, with_registered_keys
 
 __all__ = [
     "DEFAULT_PORT",
@@ -97,34 +106,9 @@ _log = logging.getLogger("contextmesh.mcp")
 SERVER_NAME = "contextmesh"
 MAX_BODY_BYTES = 1024 * 1024
 _LOOPBACK = ("127.0.0.1", "localhost", "[::1]")
-INSTRUCTIONS = (
-    "ContextMesh: a typed context graph that keeps why things hold. Ask it questions (mesh_ask) and read "
-    "nodes, health, assumption lineage and blast radius; answer as of a date; reconstruct a decision. "
-    "Belief changes only through evidence: submit an observation (mesh_submit_evidence), let the "
-    "deployment's registered auditors interpret it (mesh_recheck), repair fallen work onto a registered "
-    "key (mesh_repair) and run only what fell (mesh_resume). contextmesh://schema is the ontology."
-)
-
-READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
-_ANNOTATIONS: dict[str, ToolAnnotations] = {
-    # An ask moves walk telemetry (and may commit it): read-only for the world, not idempotent.
-    "mesh_ask": ToolAnnotations(
-        read_only_hint=True, destructive_hint=False, idempotent_hint=False, open_world_hint=False
-    ),
-    "mesh_submit_evidence": ToolAnnotations(
-        read_only_hint=False, destructive_hint=False, idempotent_hint=True, open_world_hint=False
-    ),
-    # A disproof rejects an assumption for good (a rejected assumption is never revived).
-    "mesh_recheck": ToolAnnotations(
-        read_only_hint=False, destructive_hint=True, idempotent_hint=False, open_world_hint=True
-    ),
-    "mesh_repair": ToolAnnotations(
-        read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False
-    ),
-    "mesh_resume": ToolAnnotations(
-        read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=True
-    ),
-}
+_SUBSCRIBED = "resources/subscribe"  # a watch's key for its connection's 2025-era subscriptions
+READ_ONLY = ToolAnnotations(**READ_ONLY_HINTS)
+_ANNOTATIONS = {name: ToolAnnotations(**hints) for name, hints in TOOL_HINTS.items()}
 
 
 # -- the server ---------------------------------------------------------------------------------------
@@ -157,27 +141,120 @@ def _read_resource(served: ServedSession, fn: Callable[..., str], *args: str) ->
 
 
 class MeshServer(MCPServer[Any]):
-    """The MCP server over one served session; ``tools/list`` carries ``_meta.notAnswering``."""
+    """The MCP server over one served session; ``tools/list`` names not-answering tools (``_meta`` and descriptions)."""
 
-    def __init__(self, served: ServedSession) -> None:
+    def __init__(self, served: ServedSession, *, subscriptions: bool = True) -> None:
         self.served = served
         self._arguments: dict[str, frozenset[str]] = {}
+        self._watches: set[ResourceWatch] = set()
+        self._published: dict[str, int] = {}  # uri -> the generation last published on the listen bus
         super().__init__(
             SERVER_NAME,
             version=__version__,
             instructions=INSTRUCTIONS,
             log_level="WARNING",
-            middleware=[self._bounded_refusals, self._checked_arguments],
+            lifespan=self._watching,
+            subscriptions=None if subscriptions else False,
+            middleware=[self._bounded_refusals, self._checked_arguments, self._poked_after_calls],
         )
-        for spec in (*READ_TOOLS, *WRITE_TOOLS):
+        for spec in (*READ_TOOLS, *WRITE_TOOLS, *HANDLE_TOOLS):
             self._add_spec(spec)
+        repair = self._tool_manager.get_tool("mesh_repair")
+        if repair is not None:  # the keys this launcher's registry serves, as enums (fixed for the process)
+            repair.parameters = with_registered_keys(repair.parameters, served.session.registry)
         self._add_resources()
+        if subscriptions:  # a stream to notify on: stdio or in-process (stateless HTTP has none)
+            lowlevel = self._lowlevel_server
+            lowlevel.add_request_handler("resources/subscribe", SubscribeRequestParams, self._subscribe)
+            lowlevel.add_request_handler("resources/unsubscribe", UnsubscribeRequestParams, self._unsubscribe)
+
+    # -- resource subscriptions (contextmesh.mcp.resource_watch) ------------------------------------
+
+    @contextlib.asynccontextmanager
+    async def _watching(self, _: MCPServer[Any]) -> AsyncIterator[ResourceWatch]:
+        """One connection's lifespan: its watch, and the loop that announces what commits changed."""
+        watch = ResourceWatch(self.served, self._rendered)
+        self._watches.add(watch)
+        try:
+            async with anyio.create_task_group() as tasks:
+                tasks.start_soon(watch.run)
+                yield watch
+                tasks.cancel_scope.cancel()
+        finally:
+            self._watches.discard(watch)
+
+    async def _rendered(self, uri: str) -> str:
+        """A resource exactly as ``resources/read`` gives it (raises for one that does not exist)."""
+        contents = await self.read_resource(uri)
+        if not isinstance(contents, Iterable):
+            raise ResourceError(f"{uri} asked for input instead of answering")
+        parts = [c.content for c in contents if isinstance(c, ReadResourceContents)]
+        return "\n".join(p if isinstance(p, str) else p.hex() for p in parts)
+
+    async def _watch_of(self, ctx: ServerRequestContext[Any, Any], key: Any, uris: Sequence[str], sink: Sink) -> None:
+        watch = ctx.lifespan_context
+        if not isinstance(watch, ResourceWatch):
+            raise MCPError(INVALID_REQUEST, "resource subscriptions need a stream; this transport has none")
+        for uri in uris:
+            try:
+                await watch.subscribe(key, uri, sink)
+            except (ResourceError, MCPError, SubscriptionError) as exc:
+                raise MCPError(INVALID_PARAMS, f"cannot subscribe to {quote(uri)}: {exc}") from None
+
+    async def _subscribe(self, ctx: ServerRequestContext[Any, Any], params: SubscribeRequestParams) -> EmptyResult:
+        # Before 2026-07-28: notices go on the connection's own channel until it unsubscribes or
+        # closes. Each such connection has its own lifespan, so its own watch: one key serves it.
+        session = ctx.session
+
+        async def notify(uri: str, generation: int) -> None:
+            await session.send_resource_updated(uri)  # no related request: the connection's channel
+
+        await self._watch_of(ctx, _SUBSCRIBED, [str(params.uri)], notify)
+        return EmptyResult()
+
+    async def _unsubscribe(self, ctx: ServerRequestContext[Any, Any], params: UnsubscribeRequestParams) -> EmptyResult:
+        if isinstance(ctx.lifespan_context, ResourceWatch):
+            ctx.lifespan_context.unsubscribe(_SUBSCRIBED, str(params.uri))
+        return EmptyResult()
+
+    async def _publish(self, uri: str, generation: int) -> None:
+        # 2026-07-28: the SDK's bus fans a notice out to every listen stream naming the URI, so it is
+        # published once per generation however many connections' watches saw the change.
+        if self._published.get(uri) != generation:
+            self._published[uri] = generation
+            await self._subscriptions.publish(ResourceUpdated(uri=uri))
+
+    async def _poked_after_calls(self, ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
+        # A listen stream's resources are watched while it is open; a tool call may have committed,
+        # so every watch looks at once instead of at its next poll.
+        params: Any = ctx.params
+        if ctx.method == "subscriptions/listen" and isinstance(params, dict):
+            wanted = (params.get("notifications") or {}).get("resourceSubscriptions") or []
+            wanted = wanted if isinstance(wanted, list) else []  # malformed: the SDK's validation refuses it
+            key = ("listen", ctx.request_id)
+            try:
+                await self._watch_of(ctx, key, [str(u) for u in wanted], self._publish)
+                return await call_next(ctx)
+            finally:
+                if isinstance(ctx.lifespan_context, ResourceWatch):
+                    ctx.lifespan_context.unsubscribe(key)
+        try:
+            return await call_next(ctx)
+        finally:
+            if ctx.method == "tools/call":
+                for watch in list(self._watches):
+                    watch.poke()
 
     async def _handle_list_tools(
         self, ctx: ServerRequestContext[Any, Any], params: PaginatedRequestParams | None
     ) -> ListToolsResult:
         not_answering = await anyio.to_thread.run_sync(self.served.not_answering)
-        return ListToolsResult(tools=await self.list_tools(), _meta={"notAnswering": not_answering})
+        tools = await self.list_tools()
+        # Said in the description as well: some clients (the Inspector among them) drop ``_meta``.
+        for tool in tools:
+            if tool.name in not_answering:
+                tool.description = f"{self.served.not_answering_note()} {tool.description or ''}".rstrip()
+        return ListToolsResult(tools=tools, _meta={"notAnswering": not_answering})
 
     async def _bounded_refusals(self, ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
         # Outermost: whatever refused this request — the SDK, a tool, a lookup — its message quotes
@@ -278,9 +355,11 @@ class MeshServer(MCPServer[Any]):
             await lowlevel.run(read_stream, write_stream, lowlevel.create_initialization_options())
 
 
-def build_server(served: ServedSession) -> MeshServer:
-    """The MCP server over ``served`` (in-process; tests connect to it with ``Client(server)``)."""
-    return MeshServer(served)
+def build_server(served: ServedSession, *, subscriptions: bool = True) -> MeshServer:
+    """The MCP server over ``served`` (in-process; tests connect to it with ``Client(server)``).
+
+    ``subscriptions=False`` for stateless HTTP: with no stream to notify on, none is advertised."""
+    return MeshServer(served, subscriptions=subscriptions)
 
 
 # -- HTTP ------------------------------------------------------------------------------------------------
@@ -311,99 +390,11 @@ def http_app(
     return guarded(app, max_body=MAX_BODY_BYTES, token=token)
 
 
-class BindError(ExposureError):
-    """The HTTP address could not be bound (in use, not this machine's, not permitted)."""
-
-
-def _bind(host: str, port: int) -> socket.socket:
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    # IPPROTO_TCP said outright: asyncio sets TCP_NODELAY only on sockets whose proto says TCP, and
-    # without it every small JSON response waits ~40 ms on Nagle and delayed ACKs.
-    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
-    try:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind((host, port))
-        sock.listen(128)
-    except OSError as exc:
-        sock.close()
-        raise BindError(
-            "--host/--port", f"{host} port {port}: {exc.strerror or exc}", "an address and free port of this machine"
-        ) from None
-    sock.set_inheritable(True)
-    return sock
-
-
-def _serve_http(server: MeshServer, sock: socket.socket, args: argparse.Namespace, token: str | None) -> None:
-    host, bound = args.host, sock.getsockname()[1]
-    config = uvicorn.Config(
-        http_app(server, host, bound, args.allow_host, token=token),
-        # Our protocol, not uvicorn's choice: a whole-request read deadline and a connection cap per
-        # client, in place of limit_concurrency (which counted half-sent requests and 503'd everyone).
-        http=guarded_protocol(ConnectionLimits(read_timeout=args.read_timeout)),
-        ws="none",
-        log_config=None,  # uvicorn's records go to our one-line handler
-        log_level="warning",
-        access_log=False,
-        timeout_keep_alive=5,
-        lifespan="on",
-    )
-    shown = f"[{host}]" if ":" in host else host
-    guard = "bearer token required" if token is not None else "no token (loopback)"
-    _say(f"listening on http://{shown}:{bound}/mcp (POST only, one JSON body per request, stateless, {guard})")
-    if args.remote:
-        _say(f"warning: {host} is beyond loopback; whoever can reach it and holds the token can call every tool")
-    uvicorn.Server(config).run(sockets=[sock])
-
-
-# -- stdio -----------------------------------------------------------------------------------------------
-
-
-def _quiet_stdout() -> int:
-    """Point fd 1 at stderr while the session loads; return a duplicate of the real stdout (the wire)."""
-    sys.stdout.flush()
-    wire = os.dup(1)
-    os.dup2(2, 1)
-    return wire
-
-
-def _restore_stdout(wire: int) -> None:
-    """Undo :func:`_quiet_stdout` when nothing will be served (a session that cannot start)."""
-    os.dup2(wire, 1)
-    os.close(wire)
-
-
-def _serve_stdio(server: MeshServer, wire: int) -> None:
-    # fd 1 keeps pointing at stderr while we serve, so nothing a tool prints can reach the wire;
-    # the protocol goes to ``wire`` (the real stdout) and comes from fd 0's private duplicate.
-    sys.stdout.flush()  # whatever loading printed goes to stderr, where fd 1 still points
-    out = io.TextIOWrapper(io.FileIO(wire, "w", closefd=False), encoding="utf-8")
-    try:
-        with claim_stdin() as stdin:
-            anyio.run(server.serve_stdio, stdin, Wire(out))
-    finally:
-        sys.stdout.flush()
-        os.dup2(wire, 1)
-        os.close(wire)
-
-
 # -- the command -----------------------------------------------------------------------------------------
 
 
-def _line(text: str) -> None:
-    """One line on stderr (stdout carries protocol only)."""
-    sys.stderr.write(text + "\n")
-    sys.stderr.flush()
-
-
-def _say(message: str) -> None:
-    _line(f"{PROG}: {message}")
-
-
-def _http_listener(args: argparse.Namespace) -> tuple[socket.socket, str | None]:
-    """The bound socket and the bearer token (if any), once the exposure rule allows the address."""
-    token = load_token(args.token_file)
-    args.remote = check_exposure(args.host, allow_remote=args.allow_remote, token=token)
-    return _bind(args.host, args.port), token
+def _app_at(server: MeshServer, args: Any, token: str | None, port: int) -> ASGIApp:
+    return http_app(server, args.host, port, args.allow_host, token=token)
 
 
 def main(
@@ -411,6 +402,7 @@ def main(
     *,
     registry: TaskRegistry | None = None,
     dispatcher: Dispatcher | None = None,
+    announce: str | None = None,
 ) -> int:
     """``contextmesh-mcp``. Returns the exit code: 0 after a clean stop, 2 for usage or a session that cannot load."""
     arguments = parser()
@@ -425,45 +417,49 @@ def main(
         try:
             saved = save_demo_session(args.save, rounds=8 if args.rounds is None else args.rounds, feed=args.feed)
         except ContextMeshError as exc:
-            _say(str(exc))
+            say(str(exc))
             return 2
-        _say(f"wrote {args.save} (generation {saved.generation}, plan round 1 executed)")
+        say(f"wrote {args.save} (generation {saved.generation}, plan round 1 executed)")
         return 0
     sock, token = None, None
     if args.transport == "http":
         try:
-            sock, token = _http_listener(args)
+            sock, token = http_listener(args)
         except ContextMeshError as exc:
-            _say(str(exc))
+            say(str(exc))
             return 2
-    wire = _quiet_stdout() if args.transport == "stdio" else None
+    wire = quiet_stdout() if args.transport == "stdio" else None
     try:
-        served = open_served(args, registry=registry, dispatcher=dispatcher)
+        served = open_served(args, registry=registry, dispatcher=dispatcher, say=say)
     except ContextMeshError as exc:
         if wire is not None:
-            _restore_stdout(wire)
+            restore_stdout(wire)
         if sock is not None:
             sock.close()
-        _say(str(exc))
+        say(str(exc))
         return 2
     log_lines.install(PROG)
-    server = build_server(served)
-    _line(served.banner())
+    server = build_server(served, subscriptions=args.transport == "stdio")
+    line(served.banner())
+    if announce:
+        say(announce)  # a launcher's word on where writes run, once the server is up
     previous = signal.signal(signal.SIGTERM, signal.default_int_handler)
     interrupted = False
     try:
         if wire is not None:
-            _serve_stdio(server, wire)
+            serve_on_stdio(server.serve_stdio, wire)
         else:
             assert sock is not None
-            _serve_http(server, sock, args, token)
+            serve_http(
+                lambda bound: http_app(server, args.host, bound, args.allow_host, token=token), sock, args, token
+            )
     except KeyboardInterrupt:
         interrupted = True
     finally:
         signal.signal(signal.SIGTERM, previous)
         closing = served.close()
         if closing:
-            _line(closing)
+            line(closing)
     if interrupted and wire is not None:
         # Stopped by a signal while stdin is still open: the SDK's stdin reader is a worker thread
         # blocked in read(), which interpreter shutdown would wait on for ever. Everything durable

@@ -17,8 +17,9 @@ from __future__ import annotations
 import io
 import json
 import os
+import sys
 import threading
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import contextmanager
 from typing import IO, Any
 
@@ -27,7 +28,15 @@ import anyio.to_thread
 
 from contextmesh.mcp.http_guard import invalid_request_id, rpc_error
 
-__all__ = ["CheckedLines", "Wire", "claim_stdin", "refusal_for_line"]
+__all__ = [
+    "CheckedLines",
+    "Wire",
+    "claim_stdin",
+    "quiet_stdout",
+    "refusal_for_line",
+    "restore_stdout",
+    "serve_on_stdio",
+]
 
 
 def refusal_for_line(line: str) -> str | None:
@@ -92,3 +101,35 @@ def claim_stdin() -> Any:
     finally:
         os.dup2(private, 0)
         # ``private`` stays open: a reader thread blocked in read() on it must never see it recycled.
+
+
+# -- the process's own stdout -----------------------------------------------------------------------
+
+
+def quiet_stdout() -> int:
+    """Point fd 1 at stderr while the session loads; return a duplicate of the real stdout (the wire)."""
+    sys.stdout.flush()
+    wire = os.dup(1)
+    os.dup2(2, 1)
+    return wire
+
+
+def restore_stdout(wire: int) -> None:
+    """Undo :func:`quiet_stdout` when nothing will be served (a session that cannot start)."""
+    os.dup2(wire, 1)
+    os.close(wire)
+
+
+def serve_on_stdio(serve: Callable[[IO[str], Wire], Awaitable[None]], wire: int) -> None:
+    """Run ``serve(stdin, wire)`` on fd 0's private duplicate and the real stdout ``wire``."""
+    # fd 1 keeps pointing at stderr while we serve, so nothing a tool prints can reach the wire;
+    # the protocol goes to ``wire`` (the real stdout) and comes from fd 0's private duplicate.
+    sys.stdout.flush()  # whatever loading printed goes to stderr, where fd 1 still points
+    out = io.TextIOWrapper(io.FileIO(wire, "w", closefd=False), encoding="utf-8")
+    try:
+        with claim_stdin() as stdin:
+            anyio.run(serve, stdin, Wire(out))
+    finally:
+        sys.stdout.flush()
+        os.dup2(wire, 1)
+        os.close(wire)

@@ -5,14 +5,18 @@ Without a dispatcher the server runs both in-process, each committed through a l
 passes a :class:`Dispatcher` instead (``main(argv, registry=…, dispatcher=…)``):
 :func:`contextmesh.mcp.deployment_dispatcher.dispatcher_for` gives one when the rule the CLI follows
 too (:func:`contextmesh.orchestration.write_target.served_target`) finds served deployments. It
-starts the recheck or resume flow run, waits a bounded time and returns the run's own report — or,
-if the run is still going, its id, URL and state. The run commits to the session
-directory itself; the served session sees the new generation on the next request (one ``stat``).
+starts the recheck or resume flow run and returns at once with a handle — the run's id, URL and
+state — unless the launcher asked it to wait (``--dispatch-wait``) and the run ended in that time,
+when the answer is the run's own report. ``mesh_flow_run`` follows a handle (:meth:`Dispatcher.follow`)
+until the run ends and then returns that report. The run commits to the session directory itself;
+the served session sees the new generation on the next request (one ``stat``), and subscribers of
+the resources it changed are told (:mod:`contextmesh.mcp.resource_watch`).
 
 A dispatcher never falls back to in-process execution: if its API or deployment is not
 answering, the call is refused, and ``tools/list`` names the tools it would have run under
-``_meta.notAnswering``. The health probe behind that list is cached (:class:`ProbeCache`, a few
-seconds' TTL), so listing tools never costs a network round trip per call.
+``_meta.notAnswering`` and in their descriptions (``contextmesh://session``: ``served.not_answering``).
+The health probe behind that list is cached (:class:`ProbeCache`, a few seconds' TTL), so listing
+tools never costs a network round trip per call.
 """
 
 from __future__ import annotations
@@ -22,7 +26,7 @@ import time
 from collections.abc import Callable
 from typing import Protocol, runtime_checkable
 
-from contextmesh.mcp.models import RecheckResult, ResumeResult
+from contextmesh.mcp.models import FlowRunReport, RecheckResult, ResumeResult
 from contextmesh.session.session import Session
 
 __all__ = ["DEFAULT_PROBE_TTL", "DISPATCHABLE", "Dispatcher", "ProbeCache"]
@@ -50,6 +54,10 @@ class Dispatcher(Protocol):
 
     def resume(self, session: Session) -> ResumeResult:
         """Run the plan in resume mode (only pending and stale work) and wait a bounded time."""
+        ...
+
+    def follow(self, flow_run_id: str, session: Session) -> FlowRunReport:
+        """A run this dispatcher started: its state now and, once it ended, its report."""
         ...
 
 

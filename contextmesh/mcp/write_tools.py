@@ -26,20 +26,33 @@ deployment registered.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable
 from dataclasses import replace
-from typing import Annotated, TypeVar
+from typing import Annotated, Any, TypeVar
 
 from pydantic import Field
 
-from contextmesh.belief.evidence import submit
+from contextmesh.belief.evidence import Submission, submit
 from contextmesh.core.canonical import loads
 from contextmesh.core.errors import ContextMeshError, SessionError
 from contextmesh.execution.plan import Plan, RoundReport, TaskState
 from contextmesh.execution.snapshot import dump_plan, restore_plan
+from contextmesh.execution.task_registry import TaskRegistry
 from contextmesh.formats.graph_file import dump_graph, load_graph
 from contextmesh.formats.resolver_file import dump_resolver, load_resolver
 from contextmesh.formats.run_ledger import RunLedger
+from contextmesh.knowledge.revisions import current_revisions
+from contextmesh.mcp.evidence_arguments import (
+    DocumentName,
+    DocumentText,
+    EvidenceText,
+    ExternalId,
+    Metadata,
+    Origin,
+    SourceId,
+    Title,
+)
 from contextmesh.mcp.models import (
     AnyJson,
     EvidenceOut,
@@ -53,7 +66,9 @@ from contextmesh.mcp.quoting import quote
 from contextmesh.mcp.read_tools import MeshToolError, ToolSpec
 from contextmesh.mcp.served_session import ServedSession
 from contextmesh.mcp.write_dispatch import Dispatcher
+from contextmesh.project.sourced_evidence import add_evidence
 from contextmesh.session.commit import CommitConflictError
+from contextmesh.session.ingest_session import ingest_text_into
 from contextmesh.session.lock import SessionLockedError
 from contextmesh.session.plan_check import plan_of
 from contextmesh.session.session import Session
@@ -70,6 +85,7 @@ __all__ = [
     "mesh_submit_evidence",
     "recheck_in_process",
     "resume_in_process",
+    "with_registered_keys",
 ]
 
 FORBIDDEN_INPUT_NAMES = frozenset(
@@ -196,18 +212,8 @@ def _dispatched_or_here(
 
 # -- argument types ----------------------------------------------------------------------------------
 
-EvidenceText = Annotated[
-    str, Field(min_length=1, max_length=65536, description="what was observed, in the observer's words")
-]
-SourceId = Annotated[str, Field(min_length=1, max_length=300, description="the source node it came from, 'source:…'")]
-ExternalId = Annotated[
-    str | None, Field(min_length=1, max_length=300, description="the observation's id where it came from")
-]
-Metadata = Annotated[
-    dict[str, AnyJson] | None, Field(description="plain JSON facts about the observation (≤ 64 KiB, ≤ 8 deep)")
-]
 TaskName = Annotated[str, Field(min_length=1, max_length=200, description="a task of the session's plan")]
-Key = Annotated[str, Field(min_length=1, max_length=200, description="a key registered in this deployment")]
+Key = Annotated[str, Field(min_length=1, max_length=200, description="a worker key registered in this deployment")]
 OptionalKey = Annotated[
     str | None, Field(min_length=1, max_length=200, description="a registered auditor key (default: keep)")
 ]
@@ -221,25 +227,93 @@ Products = Annotated[
 Rationale = Annotated[str | None, Field(max_length=4000, description="why (default: keep)")]
 
 
+def with_registered_keys(schema: dict[str, Any], registry: TaskRegistry | None) -> dict[str, Any]:
+    """``mesh_repair``'s input schema with the served registry's keys as enums on ``worker_key`` and
+    ``auditor_key``, so a client can pick a key without guessing. A key outside them is still
+    refused by the registry itself; without a registry (no plan) the schema stays as it is."""
+    if registry is None:
+        return schema
+    keys = registry.describe()
+    published = copy.deepcopy(schema)
+    properties = published["properties"]
+    for name, listed in (("worker_key", keys["workers"]), ("auditor_key", keys["auditors"])):
+        if not listed:
+            continue
+        field = properties[name]
+        branch = next((b for b in field.get("anyOf", ()) if b.get("type") == "string"), field)
+        branch["enum"] = list(listed)
+        field["description"] = (
+            f"{field['description']}; the enum lists all {len(listed)} (contextmesh://session: served.registry)"
+        )
+    return published
+
+
 # -- the four writes ------------------------------------------------------------------------------
+
+
+def _stored(
+    session: Session,
+    text: str,
+    source_id: str | None,
+    origin: str | None,
+    title: str | None,
+    external_id: str | None,
+    metadata: dict[str, AnyJson] | None,
+) -> tuple[Submission, bool]:
+    """The observation stored from ``source_id`` or from the source at ``origin`` (found or made)."""
+    if (source_id is None) == (origin is None):
+        raise ControlledWriteError(
+            "name the source exactly once: source_id (an existing 'source:…' node) or origin (where the "
+            "observation lives; a new source is recorded when none has it)"
+        )
+    if title is not None and origin is None:
+        raise ControlledWriteError("title names a new source, so it goes with origin, not source_id")
+    try:
+        if origin is not None:
+            sourced = add_evidence(
+                session.graph, text, origin=origin, title=title, external_id=external_id, metadata=metadata
+            )
+            return sourced.submission, sourced.source_created
+        assert source_id is not None
+        return submit(session.graph, text, source_id, external_id=external_id, metadata=metadata), False
+    except ContextMeshError as exc:
+        raise ControlledWriteError(str(exc)) from None
 
 
 def mesh_submit_evidence(
     served: ServedSession,
     text: EvidenceText,
-    source_id: SourceId,
+    source_id: SourceId = None,
+    origin: Origin = None,
+    title: Title = None,
     external_id: ExternalId = None,
     metadata: Metadata = None,
+    document: DocumentText = None,
+    document_name: DocumentName = None,
 ) -> SubmitResult:
-    """Store a raw observation, attributed to a source. It expresses no verdict and names no
-    target: what it means is for the registered auditors to decide (mesh_recheck). Submitting the
-    same payload again returns the same evidence and commits nothing."""
+    """Store a raw observation from a source named once: source_id, origin (found, or new with title)
+    or document with document_name (ingested; a changed one is a revision superseding its removed
+    claims, and tasks resting on them go stale). It names no verdict and no target: the registered
+    auditors decide (mesh_recheck). The same payload again returns the same evidence, commits nothing."""
+    if sum(named is not None for named in (source_id, origin, document)) != 1:
+        raise ControlledWriteError(
+            "name where the observation came from exactly once: source_id (an existing 'source:…' node), "
+            "origin (where it lives; a new source is recorded when none has it), or document with document_name"
+        )
+    if (document is None) != (document_name is None):
+        raise ControlledWriteError("document and document_name go together: the text and the name it is kept under")
 
     def mutate(session: Session) -> tuple[SubmitResult, bool]:
-        try:
-            stored = submit(session.graph, text, source_id, external_id=external_id, metadata=metadata)
-        except ContextMeshError as exc:
-            raise ControlledWriteError(str(exc)) from None
+        ingested: dict[str, Any] = {}
+        if document is not None:
+            try:
+                source, ingested = _evidence_source(session, source_id, document, document_name)
+                stored = submit(session.graph, text, source, external_id=external_id, metadata=metadata)
+            except ContextMeshError as exc:
+                raise ControlledWriteError(str(exc)) from None
+            source_created = False
+        else:
+            stored, source_created = _stored(session, text, source_id, origin, title, external_id, metadata)
         node = stored.node
         attrs = node.attrs
         meta = attrs.get("metadata")
@@ -249,19 +323,38 @@ def mesh_submit_evidence(
             created=stored.created,
             committed=False,
             generation=session.generation,
+            source_created=source_created,
             node=EvidenceOut(
                 id=node.id,
                 type="evidence",
                 label=node.label,
-                source_id=node.provenance.source_id if node.provenance else source_id,
+                source_id=node.provenance.source_id if node.provenance else str(source_id),
                 external_id=external if isinstance(external, str) else None,
                 metadata=meta if isinstance(meta, dict) else {},
             ),
+            **ingested,
         )
-        return out, stored.created
+        return out, stored.created or source_created or bool(ingested.get("document_wrote"))
 
     result, committed = commit_through_clone(served, mutate)
     return result.model_copy(update={"committed": committed, "generation": served.session.generation})
+
+
+def _evidence_source(
+    session: Session, source_id: str | None, document: str | None, name: str | None
+) -> tuple[str, dict[str, Any]]:
+    """The source the evidence is attributed to, and what ingesting its document did (nothing without one)."""
+    if document is None or name is None:
+        assert source_id is not None
+        return source_id, {}
+    result, stale = ingest_text_into(session, name, document)
+    revision = current_revisions(session.graph)[name].id
+    return revision, {
+        "document_revision": revision,
+        "document_wrote": result.wrote,
+        "superseded": [s.claim_id for s in result.fallout.superseded],
+        "stale": stale,
+    }
 
 
 def recheck_in_process(served: ServedSession) -> RecheckResult:

@@ -38,6 +38,7 @@ __all__ = [
     "dispatch_repair",
     "dispatch_resume",
     "dispatched_report",
+    "observe",
     "pending_work",
     "require_api",
 ]
@@ -120,6 +121,12 @@ def _wait(record: ServedRecord, deployment: str, flow_run_id: str, wait: float) 
     return Dispatched(deployment, flow_run_id, url, state, name, state in TERMINAL, message)
 
 
+def observe(record: ServedRecord, deployment: str, flow_run_id: str, *, wait: float = 0.0) -> Dispatched:
+    """A flow run started earlier, as it stands now (waiting up to ``wait`` seconds for it to end)."""
+    with _on(record):
+        return _wait(record, deployment, flow_run_id, wait)
+
+
 def _start(record: ServedRecord, deployment: str, parameters: Mapping[str, Any], wait: float) -> Dispatched:
     from prefect.client.schemas.objects import FlowRun  # noqa: PLC0415
     from prefect.deployments import run_deployment  # noqa: PLC0415
@@ -188,25 +195,28 @@ def dispatched_report(record: ServedRecord, done: Dispatched) -> RunReport:
         return read_report(done.flow_run_id, url=done.url)
 
 
-def configured_record(session_dir: Path, api_url: str) -> ServedRecord:
-    """The deployments of ``deployments/prefect.yaml`` on ``api_url``, as a record for this session.
+def configured_record(session_dir: Path, api_url: str, names: Mapping[str, str] | None = None) -> ServedRecord:
+    """The work-pool deployments on ``api_url`` of this session, as a record for it.
 
-    A work-pool deployment has no ``serve.py`` process and so no served record; ``--deployment``
-    on the CLI names it instead. The three deployments must exist and default their
-    ``session_dir`` to this directory — a deployment of another session is refused, naming it.
+    ``names`` maps plan, recheck and repair to ``<flow>/<deployment>``: by default those of
+    ``deployments/prefect.yaml``; a project's are named after it and the session (``contextmesh
+    deploy``). A work-pool deployment has no serving process and so no served record;
+    ``--deployment`` on the CLI names it instead. The three deployments must exist and default
+    their ``session_dir`` to this directory — a deployment of another session is refused, naming it.
     """
     from prefect.client.orchestration import get_client  # noqa: PLC0415
     from prefect.exceptions import ObjectNotFound  # noqa: PLC0415
 
     session_id, _, _ = peek(str(session_dir))
-    names = {"plan": PLAN_DEPLOYMENT, "recheck": RECHECK_DEPLOYMENT, "repair": REPAIR_DEPLOYMENT}
+    names = names or {"plan": PLAN_DEPLOYMENT, "recheck": RECHECK_DEPLOYMENT, "repair": REPAIR_DEPLOYMENT}
     with _answering(api_url), client_settings(api_url, heartbeat=False), get_client(sync_client=True) as client:
         for role, name in names.items():
             try:
                 deployment = client.read_deployment_by_name(name)
             except ObjectNotFound:
                 raise ExecutionError(
-                    f"no deployment {name!r} on {api_url}: deploy deployments/prefect.yaml for this session first"
+                    f"no deployment {name!r} on {api_url}: deploy this session first (`contextmesh deploy` for a "
+                    "project, deployments/prefect.yaml for the bundled demo)"
                 ) from None
             named = deployment.parameters.get("session_dir")
             if not isinstance(named, str) or Path(named).resolve() != session_dir.resolve():
@@ -217,9 +227,9 @@ def configured_record(session_dir: Path, api_url: str) -> ServedRecord:
         session_id,
         str(session_dir.resolve()),
         api_url,
-        PLAN_DEPLOYMENT,
-        RECHECK_DEPLOYMENT,
-        REPAIR_DEPLOYMENT,
+        names["plan"],
+        names["recheck"],
+        names["repair"],
         "run-deployment",
         os.getpid(),
     )

@@ -80,6 +80,10 @@ class DeploymentCalls:
         """Start (or find) the resume of ``session``'s ledger head and wait up to ``wait`` seconds."""
         return deployed.dispatch_resume(self.record, session, feed=feed, wait=wait, origin="mcp")
 
+    def observe(self, deployment: str, flow_run_id: str) -> deployed.Dispatched:
+        """A flow run this session's deployments started, as it stands now (one read, no wait)."""
+        return deployed.observe(self.record, deployment, flow_run_id)
+
     def report(self, flow_run_id: str, *, url: str = "") -> RunReport:
         """The report a finished plan or recheck flow run published (its artifact, ADR 0008)."""
         with self._on():

@@ -47,19 +47,26 @@ from pathlib import Path
 from typing import Any, Literal, cast
 
 from prefect import Flow, flow
-from prefect.client.orchestration import get_client
 from prefect.client.schemas.objects import State
 from prefect.context import FlowRunContext
 from prefect.futures import PrefectFuture, wait
-from prefect.runtime import flow_run as runtime_flow_run
-from prefect.task_runners import TaskRunner, ThreadPoolTaskRunner
+from prefect.task_runners import TaskRunner
 
-from contextmesh.core.errors import ContextMeshError, ExecutionError
+from contextmesh.core.errors import ExecutionError
 from contextmesh.execution.plan import Plan, RecheckReport, RoundReport
 from contextmesh.execution.report_codec import recheck_report_from_dict, round_report_from_dict, to_dict
 from contextmesh.execution.run_reasons import repair_message
 from contextmesh.execution.task_registry import TaskRegistry
 from contextmesh.orchestration.announce import Outbox
+from contextmesh.orchestration.flow_options import (
+    PLAN_FLOW,
+    RECHECK_FLOW,
+    REPAIR_FLOW,
+    identify,
+    plan_flow_options,
+    recheck_flow_options,
+    repair_flow_options,
+)
 from contextmesh.orchestration.prefect_executor import PrefectExecutor, cached_run, flow_run_id
 from contextmesh.orchestration.resume import ResumeTrigger
 from contextmesh.orchestration.round_table import behind, publish_round_table, why_links
@@ -70,6 +77,7 @@ from contextmesh.orchestration.run_states import COMPLETED, final_state, recheck
 from contextmesh.orchestration.served_record import peek
 from contextmesh.orchestration.skipped_rechecks import relabel_turned_away
 from contextmesh.orchestration.slots import SLOT_LEASE_SECONDS, ensure_limit, limit_name, session_slot
+from contextmesh.project.project import load_project
 from contextmesh.session.plan_check import plan_of
 from contextmesh.session.session import Session
 
@@ -84,6 +92,7 @@ __all__ = [
     "limit_name",
     "make_plan_flow",
     "make_recheck_flow",
+    "make_repair_flow",
     "peek",
     "plan_flow_options",
     "recheck_flow_options",
@@ -91,55 +100,16 @@ __all__ = [
     "repair_flow_options",
     "round_report_from",
     "run_plan_round",
+    "run_project_recheck",
+    "run_project_repair",
+    "run_project_round",
     "run_recheck",
     "run_repair",
     "session_slot",
 ]
 
 CACHED_RUNS_ALL_UP_TO = 50
-PLAN_FLOW = "contextmesh-plan"
-RECHECK_FLOW = "contextmesh-recheck"
-REPAIR_FLOW = "contextmesh-repair"
 Mode = Literal["run", "resume"]
-
-
-# -- reading a session's identity cheaply (for names and the limit, before the full load) ----------
-
-
-def _peeked_name(suffix: str) -> str:
-    session_dir = str(runtime_flow_run.get_parameters().get("session_dir", ""))
-    try:
-        _, plan, round_ = peek(session_dir)
-    except (ContextMeshError, OSError, KeyError, TypeError, ValueError):
-        return f"contextmesh · {Path(session_dir).name or 'session'}{suffix}"
-    return f"{plan} · round {round_ + 1}{suffix}"
-
-
-def _plan_run_name() -> str:
-    return _peeked_name("")
-
-
-def _recheck_run_name() -> str:
-    return _peeked_name(" · recheck")
-
-
-def _repair_run_name() -> str:
-    task = str(runtime_flow_run.get_parameters().get("task", "?"))
-    return _peeked_name(f" · repair {task}")
-
-
-def _identify(name: str, plan: str, session_id: str) -> None:
-    """Name this flow run for the round it actually runs (the name peeked at start may be a round
-    behind when another run held the session) and tag it with its plan and session."""
-    ctx = FlowRunContext.get()
-    if ctx is None or ctx.flow_run is None:
-        return
-    wanted = sorted({*ctx.flow_run.tags, f"cm.plan:{plan}", f"cm.session:{session_id}"})
-    if ctx.flow_run.name == name and sorted(ctx.flow_run.tags) == wanted:
-        return
-    with get_client(sync_client=True) as client:
-        client.update_flow_run(ctx.flow_run.id, name=name, tags=wanted)
-    ctx.flow_run.name, ctx.flow_run.tags = name, wanted
 
 
 # -- shared steps -------------------------------------------------------------------------------------
@@ -185,47 +155,6 @@ def _cached_runs(runner: Plan, shown: list[str]) -> list[PrefectFuture[Any]]:
     return futures
 
 
-# -- the factories ----------------------------------------------------------------------------------
-
-
-def _runner(max_workers: int) -> TaskRunner[PrefectFuture[Any]]:
-    # Bounded: without max_workers Prefect's pool allows sys.maxsize threads (docs/prefect-facts.md §4.1).
-    return cast("TaskRunner[PrefectFuture[Any]]", ThreadPoolTaskRunner(max_workers=max_workers))
-
-
-def plan_flow_options(
-    *, max_workers: int = 8, task_runner: TaskRunner[PrefectFuture[Any]] | None = None
-) -> dict[str, Any]:
-    """The ``@flow`` options of a plan flow: its name, run name, bounded task runner, no persisted result.
-
-    A deployment that builds its own flow function (to take extra parameters, such as the file its
-    auditors read) passes these to ``flow`` so its runs look like the factory's.
-    """
-    return {
-        "name": PLAN_FLOW,
-        "flow_run_name": _plan_run_name,
-        "task_runner": task_runner or _runner(max_workers),
-        "persist_result": False,
-        "log_prints": False,
-    }
-
-
-def recheck_flow_options(*, max_workers: int = 8) -> dict[str, Any]:
-    """The ``@flow`` options of a recheck flow (see :func:`plan_flow_options`)."""
-    return {
-        "name": RECHECK_FLOW,
-        "flow_run_name": _recheck_run_name,
-        "task_runner": _runner(max_workers),
-        "persist_result": False,
-        "log_prints": False,
-    }
-
-
-def repair_flow_options() -> dict[str, Any]:
-    """The ``@flow`` options of a repair flow (no task runs: a repair runs no code)."""
-    return {"name": REPAIR_FLOW, "flow_run_name": _repair_run_name, "persist_result": False, "log_prints": False}
-
-
 @dataclasses.dataclass
 class _Writer:
     """One mutating flow run's hold on a session: loaded inside its slot, announcements flushed."""
@@ -246,7 +175,7 @@ class _Writer:
     def committed(self, round_: int, suffix: str = "") -> Plan:
         """After the commit: name the run for the round it ran, flush what it announced; the runner."""
         runner = self.runner
-        _identify(f"{runner.name} · round {round_}{suffix}", runner.name, self.session_id)
+        identify(f"{runner.name} · round {round_}{suffix}", runner.name, self.session_id)
         run_logger().info(
             "committed round %d as session generation %d (ledger head %s)",
             round_,
@@ -292,7 +221,7 @@ def _writing(session_dir: str, registry: TaskRegistry, suffix: str, resume: Resu
     with session_slot(session_id):
         session = _load(session_dir, registry)
         runner = _with(session, executor)
-        _identify(f"{runner.name} · round {runner.round + 1}{suffix}", runner.name, session_id)
+        identify(f"{runner.name} · round {runner.round + 1}{suffix}", runner.name, session_id)
         log_loaded(session, runner)
         outbox, announced = _announce(session, None, session_dir, resume)
         yield _Writer(session_id, session_dir, session, executor, outbox, announced, resume)
@@ -390,7 +319,7 @@ def run_repair(
     with session_slot(session_id):
         session = _load(session_dir, registry)
         plan = session.runner.name if session.runner else ""
-        _identify(f"{plan} · repair {task}", plan, session_id)
+        identify(f"{plan} · repair {task}", plan, session_id)
         run_logger().info(
             "loaded session %s generation %d; repairing %s onto %r (key %s)",
             session_id,
@@ -449,6 +378,51 @@ def make_recheck_flow(
         return run_recheck(session_dir, registry, resume=resume)
 
     return cast("Flow[..., dict[str, Any]]", recheck)
+
+
+def make_repair_flow(registry: TaskRegistry) -> Flow[..., dict[str, Any]]:
+    """A flow that repairs one task of a session's plan as one flow run (it runs no code)."""
+
+    @flow(**repair_flow_options())
+    def repair(session_dir: str, task: str, assumes: str, worker_key: str | None = None) -> State[Any]:
+        """Ground ``task`` on ``assumes`` (and the registered ``worker_key``); the next resume runs it."""
+        return run_repair(session_dir, registry, task=task, worker_key=worker_key, assumes=assumes)
+
+    return cast("Flow[..., dict[str, Any]]", repair)
+
+
+# -- a user's project: the bodies its flows/ entrypoints call, with the folder they sit in ----------
+# The root comes from the entrypoint's own location, never from a parameter: a flow parameter that
+# named a folder would let whoever starts a run choose which code it imports (ADR 0009 §2).
+
+
+def _project_session(root: Path | str, session_dir: str | None) -> tuple[str, TaskRegistry]:
+    """The session a project's run works on (by default its own, made on first use) and its registry."""
+    project = load_project(Path(root))
+    directory = project.session_dir(Path(session_dir) if session_dir else None)
+    if not session_dir:
+        project.ensure_session()
+    return str(directory), project.registry()
+
+
+def run_project_round(root: Path | str, session_dir: str | None, mode: Mode) -> State[Any]:
+    """:func:`run_plan_round` for the project at ``root``, its registry bound from its own code."""
+    directory, registry = _project_session(root, session_dir)
+    return run_plan_round(directory, mode, registry)
+
+
+def run_project_recheck(root: Path | str, session_dir: str | None, *, resume_deployment: str = "") -> State[Any]:
+    """:func:`run_recheck` for the project at ``root``; a disproof resumes on ``resume_deployment`` if named."""
+    directory, registry = _project_session(root, session_dir)
+    return run_recheck(directory, registry, resume=ResumeTrigger(resume_deployment) if resume_deployment else None)
+
+
+def run_project_repair(
+    root: Path | str, session_dir: str | None, *, task: str, assumes: str, worker_key: str | None
+) -> State[Any]:
+    """:func:`run_repair` for the project at ``root``."""
+    directory, registry = _project_session(root, session_dir)
+    return run_repair(directory, registry, task=task, worker_key=worker_key, assumes=assumes)
 
 
 # A flow run's ``report`` back as the engine's report: the codec's readers, under the names callers use.

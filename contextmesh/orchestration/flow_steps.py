@@ -15,7 +15,6 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from contextmesh.core.errors import ExecutionError
 from contextmesh.execution.plan import Plan, RecheckReport, RoundReport
 from contextmesh.execution.task_registry import TaskRegistry
 from contextmesh.orchestration.flow_bodies import (
@@ -26,6 +25,7 @@ from contextmesh.orchestration.flow_bodies import (
 )
 from contextmesh.orchestration.local_server import wait_recorded
 from contextmesh.orchestration.run_links import configured_api, flow_run_url
+from contextmesh.session.plan_check import plan_of
 from contextmesh.session.session import Session
 
 __all__ = ["FlowRunSteps", "configured_api", "flow_run_url"]
@@ -48,7 +48,7 @@ class FlowRunSteps:
 
     def plan(self) -> Plan:
         """The plan as its newest generation on disk holds it."""
-        return _plan_of(self.session())
+        return plan_of(self.session())
 
     def run_round(self) -> RoundReport:
         """A plan flow run in mode ``run``."""
@@ -65,7 +65,7 @@ class FlowRunSteps:
     def repair(self, task: str, *, assumes: str, worker_key: str, produces: Sequence[str]) -> None:
         """Put ``task`` on new ground under ``worker_key``, committed through the session."""
         self.session().apply(
-            lambda s: _plan_of(s).repair(task, assumes=assumes, worker_key=worker_key, produces=produces)
+            lambda s: plan_of(s).repair(task, assumes=assumes, worker_key=worker_key, produces=produces)
         )
 
     def urls(self, api_url: str | None = None) -> dict[int, str]:
@@ -85,9 +85,3 @@ class FlowRunSteps:
         self.task_runs[round_] = int(result["task_runs"])
         report: dict[str, Any] = result["report"]
         return report
-
-
-def _plan_of(session: Session) -> Plan:
-    if session.runner is None:
-        raise ExecutionError(f"{session.directory} holds no execution plan")
-    return session.runner

@@ -4,6 +4,9 @@ Each row's reason comes from :func:`contextmesh.execution.run_reasons.round_rows
 task the chain that made it run (``first run``, ``repaired onto <key>: …``, ``'<statement>' was
 disproved (evidence …): …``). The table's description names the round and, when disproofs are
 behind what it ran or what waits, links to their receipt artifacts and the rechecks that found them.
+
+A blocked task has no task run, so the table is where Prefect's UI shows it, with the reason it waits
+(:mod:`contextmesh.orchestration.flow_bodies` publishes the table after the round's commit).
 """
 
 from __future__ import annotations

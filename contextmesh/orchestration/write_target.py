@@ -7,8 +7,9 @@ these deployments", None means "run in this process". The rule, once:
 * ``local`` (``--local``, ``--dispatch never``): in this process, nothing is looked up;
 * ``auto``: the deployments of a live ``deployments/serve.py`` serving this directory (its served
   record under ``$CONTEXTMESH_HOME/served/``), else in this process;
-* ``deployment`` (``--deployment``): the work-pool deployments of ``deployments/prefect.yaml`` on
-  ``$PREFECT_API_URL``, which must exist and name this directory — never in this process.
+* ``deployment`` (``--deployment``): the work-pool deployments (``names``: a project's, by default
+  ``deployments/prefect.yaml``'s) on ``$PREFECT_API_URL``, which must exist and name this directory —
+  never in this process.
 
 With ``check_api`` (the CLI), the API of a record found is checked to answer first, so an
 unreachable one is one refusal naming the address. The MCP launcher passes ``check_api=False``:
@@ -18,6 +19,7 @@ long-lived server must not fall back to in-process work when the API blinks.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Literal
 
@@ -33,7 +35,12 @@ WHERE: tuple[Where, ...] = ("auto", "local", "deployment")
 
 
 def served_target(
-    session_dir: Path, where: Where = "auto", *, check_api: bool = True, home: Path | None = None
+    session_dir: Path,
+    where: Where = "auto",
+    *,
+    check_api: bool = True,
+    home: Path | None = None,
+    names: Mapping[str, str] | None = None,
 ) -> ServedRecord | None:
     """The deployments a write to ``session_dir`` is dispatched to, or None to run it in this process.
 
@@ -47,7 +54,7 @@ def served_target(
         if not api_url:
             raise ExecutionError("--deployment dispatches to PREFECT_API_URL, which is not set")
         require_api(api_url)
-        return configured_record(session_dir, api_url)
+        return configured_record(session_dir, api_url, names)
     if where != "auto":
         raise ExecutionError(f"a write runs where {list(WHERE)} says, not {where!r}")
     session_id, _, _ = peek(str(session_dir))

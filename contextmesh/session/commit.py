@@ -11,6 +11,14 @@ previous generation serving; after it, the new one.
 
 If the directory moved on, the commit fails with :class:`CommitConflictError` naming both generations.
 
+A generation with a run ledger records the ledger's Merkle tree head (``ledger_tree``) and, when
+the writer holds the deployment's key, its signed checkpoint. The head is computed before the lock,
+from the frontier kept beside the ledger, appending only the entries recorded since
+(:func:`~contextmesh.session.ledger_tree.seal_ledger`). Under the lock, before anything is written,
+the previous generation's manifest is read again and the new tree must extend its head (rule C10):
+no head that rewrites a committed history is recorded, let alone signed. The first commit of a v3
+session writes v4 and says so once, as one line on the ``contextmesh.session`` logger.
+
 A commit that cannot complete never escapes as a bare ``OSError``. Before anything is written it
 refuses, with a :class:`SessionError` saying which name is blocked, when a fifo, a directory, a socket
 or a device sits under a name it must write (the next manifest's or a companion's) and when the next
@@ -33,27 +41,37 @@ directory after the renames and after publication, so a power cut leaves a compl
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import secrets
 import signal
 import stat
 from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from contextmesh.core.canonical import file_bytes, sha256_hex
 from contextmesh.core.errors import SessionError
+from contextmesh.formats.run_ledger import RunLedger
 from contextmesh.session.files import MANIFEST_MAX_BYTES, describe_kind, os_cause, read_regular
+from contextmesh.session.heads import check_extends, previous_for_commit, sign_head
 from contextmesh.session.layout import (
     COMPANION_NAME,
     COMPANIONS,
     MANIFEST,
     POINTER_NAME,
+    SESSION_VERSION,
     Companion,
     Manifest,
     companion_name,
     manifest_name,
 )
+from contextmesh.session.ledger_tree import LedgerSeal, keep, seal_ledger
 from contextmesh.session.lock import WriterLock
+
+if TYPE_CHECKING:
+    from contextmesh.formats.signed_note import NoteSigner
 
 __all__ = ["CRASH_ENV", "TRACE_ENV", "CommitConflictError", "commit_generation", "latest_generation", "step"]
 
@@ -62,6 +80,8 @@ TRACE_ENV = "CONTEXTMESH_TRACE_STEPS"
 # Manifest names carry six digits (layout.MANIFEST): a seventh would be invisible to every reader.
 MAX_GENERATION = 999_999
 _TMP_PREFIX = ".tmp-"
+LOG = logging.getLogger("contextmesh.session")
+MIGRATED = "manifest is now contextmesh.session v4 (ledger tree head recorded)"  # after "session <dir>: "
 
 
 class CommitConflictError(SessionError):
@@ -184,6 +204,16 @@ def _present(directory: Path, name: str, data: bytes) -> bool:
     return held == data
 
 
+def _seal(
+    directory: Path, loaded: int, companions: Mapping[str, bytes], manifest: Manifest, ledger: RunLedger | None
+) -> LedgerSeal | None:
+    if "runledger" not in companions:
+        return None
+    if ledger is None:
+        raise SessionError(f"cannot commit to {directory}: a commit with a run ledger needs the ledger to seal it")
+    return seal_ledger(ledger, prefixes=loaded > 0)
+
+
 def commit_generation(
     directory: Path,
     *,
@@ -191,9 +221,22 @@ def commit_generation(
     companions: Mapping[str, bytes],
     manifest: Manifest,
     lock_wait: float = 2.0,
+    ledger: RunLedger | None = None,
+    seal: LedgerSeal | None = None,
+    signer: NoteSigner | None = None,
 ) -> tuple[Manifest, int]:
-    """Publish generation ``loaded + 1``; return its manifest and the bytes written."""
+    """Publish generation ``loaded + 1``; return its manifest and the bytes written.
+
+    A commit with a run ledger passes the ledger (its tree head is computed here, from the frontier
+    kept beside it) or a ``seal`` computed ahead; ``signer``, the deployment's key, signs the head.
+    """
     step("save-started")
+    seal = seal or _seal(directory, loaded, companions, manifest, ledger)
+    if seal is not None and seal.digest != manifest.ledger_head:
+        raise SessionError(
+            f"cannot commit to {directory}: the run ledger changed while this commit was being prepared "
+            f"(head {seal.digest}, the manifest's {manifest.ledger_head}); nothing was written"
+        )
     with WriterLock(directory, wait=lock_wait):
         found = latest_generation(directory)
         if found != loaded:
@@ -212,9 +255,14 @@ def commit_generation(
         _blocked(directory, manifest_name(generation), f"the manifest of generation {generation}")
         for kind, companion in named.items():
             _blocked(directory, companion.name, f"the {kind} companion")
+        prior = previous_for_commit(directory, loaded)  # C10: read again, under the lock
+        if seal is not None:
+            check_extends(directory, prior, seal)
+        checkpoint = None if seal is None or signer is None else sign_head(manifest.session_id, seal.head, signer)
+        draft = replace(manifest, ledger_tree=None if seal is None else seal.head, checkpoint=checkpoint)
         attempt = _Attempt(directory)
         try:
-            published, data, written = _publish(attempt, companions, named, manifest, generation)
+            published, data, written = _publish(attempt, companions, named, draft, generation)
         except OSError as exc:
             attempt.undo()
             kept = f"generation {loaded} still loads" if loaded else "the directory is as it was"
@@ -226,6 +274,10 @@ def commit_generation(
             attempt.discard_temps()
             raise
         _after_publication(attempt, published, data)
+    if ledger is not None and seal is not None:
+        keep(ledger, seal.frontier, seal.digest)  # the next commit appends to this one
+    if prior is not None and prior.version == 3:
+        LOG.warning("session %s: %s", directory, MIGRATED)
     return published, written
 
 
@@ -246,18 +298,15 @@ def _publish(
         step(f"companion-renamed:{kind}")
     attempt.doing = f"syncing {directory}"
     _fsync_dir(directory)
-    published = Manifest(
-        manifest.session_id,
-        generation,
-        manifest.rounds,
-        manifest.walker,
-        manifest.corpus,
-        named["graph"],
-        named["resolver"],
-        named.get("execution"),
-        named.get("runledger"),
-        manifest.ledger_head,
-        named["telemetry"],
+    published = replace(
+        manifest,
+        generation=generation,
+        graph=named["graph"],
+        resolver=named["resolver"],
+        execution=named.get("execution"),
+        runledger=named.get("runledger"),
+        telemetry=named["telemetry"],
+        version=SESSION_VERSION,
     )
     data = file_bytes(published.to_dict())
     name = manifest_name(generation)

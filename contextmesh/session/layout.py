@@ -1,4 +1,4 @@
-"""Names in a session directory and the manifest format ``contextmesh.session`` v3.
+"""Names in a session directory and the manifest format ``contextmesh.session`` v4 (v3 still read).
 
 A directory holds:
 
@@ -13,6 +13,11 @@ A directory holds:
   graph file alone.
 
 Every name a loader follows must be plain (no directory part) and match these patterns.
+
+v4 adds two manifest fields after ``ledger_head``: ``ledger_tree`` (the RFC 9162 tree head of the
+ledger, ``{"size", "root"}``) and ``checkpoint`` (that head as a C2SP signed note, or null for a
+writer without a key). A v3 manifest is read with neither; the writer writes v4 only
+(``docs/formats/session-v4.md``, ADR 0012).
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from contextmesh.core.errors import SnapshotError
+from contextmesh.formats.merkle import TreeHead
 from contextmesh.formats.records import check_header, exact_keys, expect_dict
 from contextmesh.knowledge.traverse import DEFAULT_POLICY, WalkerSettings
 
@@ -33,6 +39,7 @@ __all__ = [
     "MANIFEST",
     "MAX_CORPUS_LABEL",
     "POINTER_NAME",
+    "READ_VERSIONS",
     "SESSION_SCHEMA",
     "SESSION_VERSION",
     "Companion",
@@ -44,7 +51,8 @@ __all__ = [
 ]
 
 SESSION_SCHEMA = "contextmesh.session"
-SESSION_VERSION = 3
+SESSION_VERSION = 4  # what the writer writes
+READ_VERSIONS = (3, 4)  # what the reader reads
 POINTER_NAME = "session.json"
 LOCK_NAME = "session.lock"
 MANIFEST = re.compile(r"^session-([0-9]{6})\.json$")
@@ -56,7 +64,7 @@ CORPUS_RULE = (
     f"null or a corpus label: 1 to {MAX_CORPUS_LABEL} printable characters (no control, format or separator "
     "character but the space), no space at either end"
 )
-_FIELDS = (
+_V3_FIELDS = (
     "schema",
     "version",
     "session_id",
@@ -71,6 +79,7 @@ _FIELDS = (
     "runledger",
     "ledger_head",
 )
+_FIELDS = (*_V3_FIELDS, "ledger_tree", "checkpoint")
 
 
 def manifest_name(generation: int) -> str:
@@ -129,6 +138,10 @@ class Manifest:
     runledger: Companion | None
     ledger_head: str | None
     telemetry: Companion
+    # v4: the ledger's tree head and its signed checkpoint (null without a key); a v3 manifest has neither.
+    ledger_tree: TreeHead | None = None
+    checkpoint: str | None = None
+    version: int = SESSION_VERSION
 
     def __post_init__(self) -> None:
         # Checked here as well as on load, so a commit refuses a label before writing anything.
@@ -137,7 +150,8 @@ class Manifest:
             raise SnapshotError("corpus", problem, CORPUS_RULE)
 
     def to_dict(self) -> dict[str, Any]:
-        """The manifest document."""
+        """The manifest document, in the form the writer writes (v4)."""
+        tree = self.ledger_tree
         return {
             "schema": SESSION_SCHEMA,
             "version": SESSION_VERSION,
@@ -152,6 +166,8 @@ class Manifest:
             "execution": None if self.execution is None else self.execution.to_dict(),
             "runledger": None if self.runledger is None else self.runledger.to_dict(),
             "ledger_head": self.ledger_head,
+            "ledger_tree": None if tree is None else {"size": tree.size, "root": tree.root_hex},
+            "checkpoint": self.checkpoint,
         }
 
     def companions(self) -> dict[str, Companion]:
@@ -200,11 +216,41 @@ def _walker(value: Any) -> WalkerSettings:
     )
 
 
+def _header(top: dict[str, Any]) -> int:
+    """S9: the schema, then the version: an integer, not the original project's, 3 or 4."""
+    found = top.get("version")
+    version = found if type(found) is int and found in READ_VERSIONS else SESSION_VERSION
+    try:
+        check_header(top, SESSION_SCHEMA, version, original_versions=(1, 2))
+    except SnapshotError as exc:
+        if exc.path != "version" or type(found) is not int or found in (1, 2):
+            raise
+        raise SnapshotError("version", exc.found, "this ContextMesh reads contextmesh.session v3 and v4") from None
+    return version
+
+
+def _tree(top: dict[str, Any]) -> tuple[TreeHead | None, str | None]:
+    """S41, S42: ``ledger_tree`` null or exactly {size, root}; ``checkpoint`` null or text, null without a tree."""
+    value, checkpoint = top["ledger_tree"], top["checkpoint"]
+    tree = None
+    if value is not None:
+        item = expect_dict(value, "ledger_tree")
+        exact_keys(item, ("size", "root"), "ledger_tree")
+        size, root = _int(item["size"], "ledger_tree.size", 0), item["root"]
+        if type(root) is not str or not _HEX.match(root):
+            raise SnapshotError("ledger_tree.root", repr(root)[:80], "a tree root is 64 lower-case hex digits")
+        tree = TreeHead(size, bytes.fromhex(root))
+    if checkpoint is not None and (type(checkpoint) is not str or tree is None):
+        found = repr(checkpoint)[:80] if type(checkpoint) is not str else "a checkpoint with no ledger_tree"
+        raise SnapshotError("checkpoint", found, "a checkpoint is the text of a signed note, null when ledger_tree is")
+    return tree, checkpoint
+
+
 def parse_manifest(data: Any, file_generation: int) -> Manifest:
     """Check a manifest document strictly; its generation must equal the one in its file name."""
     top = expect_dict(data, "$")
-    check_header(top, SESSION_SCHEMA, SESSION_VERSION, original_versions=(1, 2))
-    exact_keys(top, _FIELDS, "$")
+    version = _header(top)
+    exact_keys(top, _FIELDS if version == 4 else _V3_FIELDS, "$")
     session_id = top["session_id"]
     try:
         if type(session_id) is not str or str(uuid.UUID(session_id)) != session_id:
@@ -221,12 +267,13 @@ def parse_manifest(data: Any, file_generation: int) -> Manifest:
     if problem is not None:
         raise SnapshotError("corpus", problem, CORPUS_RULE)
     execution, runledger, head = top["execution"], top["runledger"], top["ledger_head"]
-    if (execution is None) != (runledger is None) or (runledger is None) != (head is None):
-        raise SnapshotError(
-            "execution", "only some of execution, runledger and ledger_head", "all three are null or all are present"
-        )
+    together = [execution, runledger, head] + ([top["ledger_tree"]] if version == 4 else [])
+    if len({value is None for value in together}) > 1:
+        names = "execution, runledger, ledger_head" + (" and ledger_tree" if version == 4 else "")
+        raise SnapshotError("execution", f"only some of {names}", "all are null or all are present")
     if head is not None and (type(head) is not str or not _HEX.match(head)):
         raise SnapshotError("ledger_head", repr(head), "64 lower-case hex digits")
+    tree, checkpoint = _tree(top) if version == 4 else (None, None)
     return Manifest(
         session_id,
         generation,
@@ -239,4 +286,7 @@ def parse_manifest(data: Any, file_generation: int) -> Manifest:
         None if runledger is None else _companion(runledger, "runledger", "runledger"),
         head,
         _companion(top["telemetry"], "telemetry", "telemetry"),
+        tree,
+        checkpoint,
+        version,
     )

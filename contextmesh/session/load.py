@@ -15,13 +15,16 @@ loader refuses deeper text before any recursive parser sees it), and no integer 
 loop or an allocation.
 
 Checks, in order: the manifest (a regular file of at most 64 KiB, then schema, version — the
-original project's v1/v2 refused by name — fields, generation = file name); each companion's name,
-location, kind (a regular file) and then, in manifest order, size and SHA-256; the graph file
-(whose walk counters must all be 0); the telemetry file against the graph (its counters then
-applied); the resolver against the graph; the run ledger against the manifest's head
-(``expect_head``); the plan against the graph and the registry; the ledger against the plan (every
-entry's task is in the plan, no entry in a round the plan never reached) and against the graph
-(every cited id exists).
+original project's v1/v2 refused by name, v3 and v4 read — fields, generation = file name); each
+companion's name, location, kind (a regular file) and then, in manifest order, size and SHA-256;
+the graph file (whose walk counters must all be 0); the telemetry file against the graph (its
+counters then applied); the resolver against the graph; the run ledger against the manifest's head
+(``expect_head``), its Merkle tree built in the same pass from the bytes the digest check hashes;
+the v4 tree head and checkpoint against the ledger and, for a reader that pins verifier keys
+(``trusted_keys``), the checkpoint's signature and the tree against the previous generation's
+(:mod:`~contextmesh.session.heads`, rules S43–S51); the plan against the graph and the registry; the
+ledger against the plan (every entry's task is in the plan, no entry in a round the plan never
+reached) and against the graph (every cited id exists).
 
 A read-only load (``read_only=True``, no registry) applies every check but one: the plan's keys are
 not looked up in a registry (rule E16 of the execution format), so the plan comes back with its keys
@@ -30,8 +33,10 @@ unresolved — data, never code — and no task of it can run.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from contextmesh.core.canonical import loads, sha256_hex
 from contextmesh.core.errors import InputError, SessionError, SnapshotError
@@ -40,16 +45,22 @@ from contextmesh.execution.plan import Plan
 from contextmesh.execution.snapshot import restore_plan
 from contextmesh.execution.task_registry import TaskRegistry
 from contextmesh.formats.graph_file import load_graph
+from contextmesh.formats.merkle import MerkleTree
 from contextmesh.formats.resolver_file import load_resolver
 from contextmesh.formats.run_ledger import RunLedger
 from contextmesh.knowledge.resolve import Resolver
 from contextmesh.session.commit import latest_generation
 from contextmesh.session.files import MANIFEST_MAX_BYTES, SessionFileError, read_regular
+from contextmesh.session.heads import Previous, check_heads, leaf_pass_for, parse_previous, read_previous
 from contextmesh.session.layout import Manifest, manifest_name, parse_manifest
+from contextmesh.session.ledger_tree import LeafPass, keep
 from contextmesh.session.receipts import check_receipt
 from contextmesh.session.telemetry import apply_telemetry, check_zeroed
 
-__all__ = ["Loaded", "SessionFileError", "load_directory"]  # SessionFileError lives in files.py
+if TYPE_CHECKING:
+    from contextmesh.formats.signed_note import NoteVerifier
+
+__all__ = ["Loaded", "SessionFileError", "load_directory", "read_manifest"]  # SessionFileError lives in files.py
 
 _RETRIES = 4
 
@@ -64,9 +75,13 @@ class Loaded:
     runner: Plan | None
     ledger: RunLedger | None
     raw: dict[str, bytes]
+    tree: MerkleTree | None = None  # the ledger's whole tree, when the load was asked to keep it
 
 
-def _read_generation(directory: Path, generation: int) -> tuple[Manifest, dict[str, bytes]]:
+_Read = tuple[Manifest, dict[str, bytes], tuple[str, bytes] | None]
+
+
+def _read_generation(directory: Path, generation: int, *, previous: bool) -> _Read:
     name = manifest_name(generation)
     data = read_regular(directory, name, limit=MANIFEST_MAX_BYTES)
     if len(data) > MANIFEST_MAX_BYTES:
@@ -86,6 +101,9 @@ def _read_generation(directory: Path, generation: int) -> tuple[Manifest, dict[s
         except FileNotFoundError as exc:
             exc.filename = companion.name
             raise
+    # A reader that pins keys checks this generation against the one before (S50): read it now,
+    # with the companions, so a sweep taking it is retried like a sweep taking one of them.
+    before = read_previous(directory, generation) if previous else None
     for kind, companion in manifest.companions().items():
         if len(raw[kind]) != companion.bytes or sha256_hex(raw[kind]) != companion.sha256:
             raise SessionFileError(
@@ -93,29 +111,75 @@ def _read_generation(directory: Path, generation: int) -> tuple[Manifest, dict[s
                 f"{companion.name} has different content",
                 "a companion's bytes hash to the digest its manifest records",
             )
-    return manifest, raw
+    return manifest, raw, before
 
 
-def load_directory(directory: Path, *, registry: TaskRegistry | None = None, read_only: bool = False) -> Loaded:
-    """Load the newest whole generation of ``directory``; ``read_only`` lets a plan load without a
-    registry, its keys unresolved."""
+def read_manifest(directory: Path, generation: int) -> Manifest:
+    """Generation ``generation``'s manifest alone (S3-S18, S41, S42), while the directory keeps it."""
+    name = manifest_name(generation)
+    try:
+        data = read_regular(directory, name, limit=MANIFEST_MAX_BYTES)
+    except FileNotFoundError:
+        raise SessionError(
+            f"{directory} no longer holds generation {generation} ({name}): a directory keeps its newest two "
+            "generations, the sweep takes older ones"
+        ) from None
+    if len(data) > MANIFEST_MAX_BYTES:
+        raise SessionFileError(
+            name, f"more than {MANIFEST_MAX_BYTES} bytes", f"a manifest is at most {MANIFEST_MAX_BYTES} bytes"
+        )
+    try:
+        return parse_manifest(loads(data), generation)
+    except InputError as exc:
+        raise SessionFileError(f"{name}:{exc.path}", exc.found, exc.rule) from None
+
+
+def _missing(directory: Path, generation: int, exc: FileNotFoundError) -> SessionFileError:
+    missing = Path(str(exc.filename)).name if exc.filename else "a file"
+    if missing == manifest_name(generation - 1):
+        return SessionFileError(
+            missing,
+            "missing",
+            f"a reader that pins keys checks generation {generation} of {directory} against generation "
+            f"{generation - 1}, whose manifest the writer keeps: it must exist",
+        )
+    return SessionFileError(
+        missing, "missing", f"generation {generation} of {directory} names {missing}, which must exist"
+    )
+
+
+def load_directory(
+    directory: Path,
+    *,
+    registry: TaskRegistry | None = None,
+    read_only: bool = False,
+    trusted_keys: Sequence[NoteVerifier] = (),
+    generation: int | None = None,
+    full_tree: bool = False,
+) -> Loaded:
+    """Load the newest whole generation of ``directory`` (or exactly ``generation``, while it is kept).
+
+    ``read_only`` lets a plan load without a registry, its keys unresolved; ``trusted_keys`` pins
+    verifier keys: only a generation signed by one of them, whose tree extends the previous
+    generation's, loads; ``full_tree`` keeps the ledger's whole Merkle tree (``Loaded.tree``), built
+    in the load's one pass, for a caller that makes proofs.
+    """
     if not directory.is_dir():
         raise SessionError(f"{directory} is not a session directory")
+    pinned = tuple(trusted_keys)
     for attempt in range(_RETRIES + 1):
-        generation = latest_generation(directory)
-        if generation == 0:
+        wanted = latest_generation(directory) if generation is None else generation
+        if wanted == 0:
             raise SessionError(f"{directory} holds no session manifest (session-NNNNNN.json)")
         try:
-            manifest, raw = _read_generation(directory, generation)
+            manifest, raw, before = _read_generation(directory, wanted, previous=bool(pinned))
             break
         except FileNotFoundError as exc:
             # Retry only when a sweep took the file because the directory moved on meanwhile.
-            if latest_generation(directory) == generation or attempt == _RETRIES:
-                missing = Path(str(exc.filename)).name if exc.filename else "a file"
-                raise SessionFileError(
-                    missing, "missing", f"generation {generation} of {directory} names {missing}, which must exist"
-                ) from None
-    return _parse(directory, manifest, raw, registry, read_only)
+            if generation is not None or latest_generation(directory) == wanted or attempt == _RETRIES:
+                raise _missing(directory, wanted, exc) from None
+    previous = parse_previous(before, manifest.generation, manifest.session_id)
+    return _parse(directory, manifest, raw, registry, read_only, (previous, pinned, full_tree))
 
 
 def _in_file(name: str, exc: InputError) -> SessionFileError:
@@ -123,7 +187,12 @@ def _in_file(name: str, exc: InputError) -> SessionFileError:
 
 
 def _parse(
-    directory: Path, manifest: Manifest, raw: dict[str, bytes], registry: TaskRegistry | None, read_only: bool
+    directory: Path,
+    manifest: Manifest,
+    raw: dict[str, bytes],
+    registry: TaskRegistry | None,
+    read_only: bool,
+    pins: tuple[Previous | None, tuple[NoteVerifier, ...], bool],
 ) -> Loaded:
     try:
         graph = load_graph(raw["graph"])
@@ -138,23 +207,43 @@ def _parse(
         resolver = load_resolver(raw["resolver"], graph)
     except InputError as exc:
         raise _in_file(manifest.resolver.name, exc) from None
+    previous, pinned, full_tree = pins
     runner = ledger = None
+    tree: LeafPass | None = None
     if manifest.execution is not None and manifest.runledger is not None:
+        tree = leaf_pass_for(previous, full_tree=full_tree)
         try:
-            ledger = RunLedger.load(raw["runledger"], expect_head=manifest.ledger_head)
+            ledger = RunLedger.load(raw["runledger"], expect_head=manifest.ledger_head, entry_bytes=tree)
         except InputError as exc:
             raise _in_file(manifest.runledger.name, exc) from None
-        if registry is None and not read_only:
-            raise SessionError(
-                f"{directory} holds an execution plan; load it with the deployment's registry (keys are looked up "
-                "there, never imported)"
-            )
-        try:
-            runner = restore_plan(loads(raw["execution"]), graph, registry, ledger=ledger)
-        except InputError as exc:
-            raise _in_file(manifest.execution.name, exc) from None
-        _check_ledger(manifest, runner, ledger, graph)
-    return Loaded(manifest, graph, resolver, runner, ledger, raw)
+    check_heads(manifest, tree, previous, pinned)  # S43-S51, right after the ledger's own rules
+    if ledger is not None and tree is not None:
+        runner = _load_plan(directory, manifest, raw, graph, ledger, registry, read_only)
+        keep(ledger, tree.frontier, tree.last_digest)  # the commit hook extends it: no rehash
+    return Loaded(manifest, graph, resolver, runner, ledger, raw, None if tree is None else tree.tree)
+
+
+def _load_plan(
+    directory: Path,
+    manifest: Manifest,
+    raw: dict[str, bytes],
+    graph: ContextGraph,
+    ledger: RunLedger,
+    registry: TaskRegistry | None,
+    read_only: bool,
+) -> Plan:
+    if registry is None and not read_only:
+        raise SessionError(
+            f"{directory} holds an execution plan; load it with the deployment's registry (keys are looked up "
+            "there, never imported)"
+        )
+    assert manifest.execution is not None
+    try:
+        runner = restore_plan(loads(raw["execution"]), graph, registry, ledger=ledger)
+    except InputError as exc:
+        raise _in_file(manifest.execution.name, exc) from None
+    _check_ledger(manifest, runner, ledger, graph)
+    return runner
 
 
 def _check_ledger(manifest: Manifest, runner: Plan, ledger: RunLedger, graph: ContextGraph) -> None:

@@ -6,7 +6,7 @@ the ids it names exist. A session holds the graph the receipt was computed again
 nodes and edges are never deleted, so every id cited then still exists), so :func:`check_receipt`
 refuses a receipt that cites a node, an edge or an assumption the graph does not hold, or whose
 preserved list disagrees with its count or digest. The rules, in the order they are checked, are
-``docs/formats/session-v3.md`` §8.3 (rules S31-S40).
+``docs/formats/session-v4.md`` §8.3 (rules S31-S40).
 
 Not checked: ``task``, ``auditor``, ``reason``, ``blast_radius`` and ``ground.statement`` cite no
 graph id. Beyond :data:`~contextmesh.belief.invalidation.PRESERVED_LIST_LIMIT` ids the receipt carries

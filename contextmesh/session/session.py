@@ -30,10 +30,10 @@ from __future__ import annotations
 import contextlib
 import os
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import KW_ONLY, dataclass, field, fields
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from contextmesh.core.errors import InputError, SessionError
 from contextmesh.core.graph import ContextGraph
@@ -42,15 +42,20 @@ from contextmesh.execution.snapshot import dump_plan
 from contextmesh.execution.task_registry import TaskRegistry
 from contextmesh.formats.resolver_file import dump_resolver
 from contextmesh.formats.run_ledger import RunLedger
+from contextmesh.knowledge.flat_baseline import FlatBaseline
 from contextmesh.knowledge.health import HealthReport, check
 from contextmesh.knowledge.resolve import Resolver
-from contextmesh.knowledge.traverse import FlatBaseline, Walk, Walker, WalkerSettings
+from contextmesh.knowledge.traverse import Walk, Walker, WalkerSettings
 from contextmesh.session.commit import CommitConflictError, commit_generation, latest_generation
 from contextmesh.session.files import os_cause
+from contextmesh.session.heads import environment_signer
 from contextmesh.session.layout import Companion, Manifest
 from contextmesh.session.load import Loaded, load_directory
 from contextmesh.session.lock import SessionLockedError, create_lock_file
 from contextmesh.session.telemetry import dump_structure, dump_telemetry
+
+if TYPE_CHECKING:
+    from contextmesh.formats.signed_note import NoteSigner, NoteVerifier
 
 __all__ = ["POLICIES", "Session"]
 
@@ -87,6 +92,7 @@ class Session:
     flat: FlatBaseline | None = None
     policy: str = "every-ask"
     read_only: bool = False
+    trusted_keys: tuple[NoteVerifier, ...] = ()  # pinned at load; a reload pins them again
     walker: Walker = field(init=False)
     pending: int = field(default=0, init=False)
     commits: int = field(default=0, init=False)
@@ -142,13 +148,24 @@ class Session:
         registry: TaskRegistry | None = None,
         flat: FlatBaseline | None = None,
         policy: str = "every-ask",
+        trusted_keys: Sequence[NoteVerifier] = (),
     ) -> Session:
-        """Load the newest whole generation of ``directory`` (untrusted input, fully checked)."""
-        loaded = load_directory(directory, registry=registry)
-        return cls._from_loaded(directory, loaded, registry=registry, flat=flat, policy=policy, read_only=False)
+        """Load the newest whole generation of ``directory`` (untrusted input, fully checked).
+
+        ``trusted_keys`` pins the deployment's verifier keys: the generation must carry a checkpoint
+        signed by one of them, and its ledger tree must extend the previous generation's — a history
+        rewritten and re-signed with any other key is refused (``session-v4.md`` S48–S51).
+        """
+        pinned = tuple(trusted_keys)
+        loaded = load_directory(directory, registry=registry, trusted_keys=pinned)
+        return cls._from_loaded(
+            directory, loaded, registry=registry, flat=flat, policy=policy, read_only=False, trusted_keys=pinned
+        )
 
     @classmethod
-    def open_readonly(cls, directory: Path, *, flat: FlatBaseline | None = None) -> Session:
+    def open_readonly(
+        cls, directory: Path, *, flat: FlatBaseline | None = None, trusted_keys: Sequence[NoteVerifier] = ()
+    ) -> Session:
         """Load ``directory`` to read it, never to write it, with no registry.
 
         Every check of :meth:`load` runs except the lookup of the plan's keys in a registry: the
@@ -156,8 +173,11 @@ class Session:
         only (the policy is ``never``); ``commit``, ``checkpoint`` and ``apply`` raise
         :class:`SessionError` and change no byte.
         """
-        loaded = load_directory(directory, read_only=True)
-        return cls._from_loaded(directory, loaded, registry=None, flat=flat, policy="never", read_only=True)
+        pinned = tuple(trusted_keys)
+        loaded = load_directory(directory, read_only=True, trusted_keys=pinned)
+        return cls._from_loaded(
+            directory, loaded, registry=None, flat=flat, policy="never", read_only=True, trusted_keys=pinned
+        )
 
     @classmethod
     def _from_loaded(
@@ -169,6 +189,7 @@ class Session:
         flat: FlatBaseline | None,
         policy: str,
         read_only: bool,
+        trusted_keys: tuple[NoteVerifier, ...],
     ) -> Session:
         stored = {f.name: getattr(loaded.manifest, f.metadata["manifest"]) for f in _STORED_FIELDS}
         return cls(
@@ -180,13 +201,16 @@ class Session:
             flat=flat,
             policy=policy,
             read_only=read_only,
+            trusted_keys=trusted_keys,
             **stored,
         )
 
     def _reload(self, directory: Path) -> Session:
         if self.read_only:
-            return Session.open_readonly(directory, flat=self.flat)
-        return Session.load(directory, registry=self.registry, flat=self.flat, policy=self.policy)
+            return Session.open_readonly(directory, flat=self.flat, trusted_keys=self.trusted_keys)
+        return Session.load(
+            directory, registry=self.registry, flat=self.flat, policy=self.policy, trusted_keys=self.trusted_keys
+        )
 
     def _refuse_write(self, what: str) -> None:
         if self.read_only:
@@ -219,8 +243,13 @@ class Session:
             files["runledger"] = self.runner.ledger.dump()
         return files
 
-    def commit(self, *, lock_wait: float = 2.0) -> int:
-        """Publish the next generation if the directory is still at the one this session loaded."""
+    def commit(self, *, lock_wait: float = 2.0, signer: NoteSigner | None = None) -> int:
+        """Publish the next generation if the directory is still at the one this session loaded.
+
+        The ledger's tree head is recorded and, with the deployment's key — ``signer``, else
+        ``$CONTEXTMESH_LEDGER_KEY``, else the file ``$CONTEXTMESH_LEDGER_KEY_FILE`` names — signed as the
+        generation's checkpoint. The key is never written into the directory.
+        """
         self._refuse_write("cannot commit")
         if self.directory is None:
             raise SessionError("this session has no directory (an ephemeral demo); save it with --save DIR first")
@@ -244,7 +273,13 @@ class Session:
                 f"cannot commit to {self.directory}: the session's state cannot be written: {exc}"
             ) from None
         published, written = commit_generation(
-            self.directory, loaded=self.generation, companions=companions, manifest=draft, lock_wait=lock_wait
+            self.directory,
+            loaded=self.generation,
+            companions=companions,
+            manifest=draft,
+            lock_wait=lock_wait,
+            ledger=self.ledger,
+            signer=signer if signer is not None else environment_signer(self.directory),
         )
         self.generation = published.generation
         self.bytes_written += written

@@ -22,10 +22,11 @@ from belief_graphs import (
     snapshot,
 )
 from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from contextmesh.belief.assumptions import Assumptions
 from contextmesh.belief.decisions import DecisionLog
-from contextmesh.belief.invalidation import PRESERVED_LIST_LIMIT, blast_radius
+from contextmesh.belief.invalidation import PRESERVED_LIST_LIMIT, blast_radius, closure_from
 from contextmesh.core.canonical import digest
 from contextmesh.core.graph import ContextGraph
 from contextmesh.core.model import Provenance
@@ -339,3 +340,44 @@ def test_preserved_list_is_inlined_up_to_ten_thousand_ids_then_only_its_digest(c
         assert data["preserved"] == expected
     else:
         assert data["preserved"] is None
+
+
+# -- several seeds at once (a revision superseding claims) ----------------------------------------
+
+
+def reference_seeded(graph: ContextGraph, seeds: set[str]) -> set[str]:
+    """Least fixpoint from several fallen seeds; forward edges carry out of fallen non-seeds only."""
+    edges = _live_edges(graph)
+    fallen: set[str] = set()
+    changed = True
+    while changed:
+        changed = False
+        for src, edge_type, dst in edges:
+            way = DEFAULT_DIRECTIONS.get(edge_type, "none")
+            down = fallen | seeds
+            if way == "backward" and dst in down and src not in down and graph.nodes[src].type != "assumption":
+                fallen.add(src)
+                changed = True
+            elif way == "forward" and src in fallen and dst not in down:
+                fallen.add(dst)
+                changed = True
+    return fallen
+
+
+@_SETTINGS
+@given(belief_graphs(), st.data())
+def test_closure_from_several_seeds_equals_an_independent_fixpoint(drawn: BeliefGraph, data: st.DataObject) -> None:
+    live = sorted(n for n in _live_nodes(drawn.graph) if drawn.graph.nodes[n].type in {"claim", "source"})
+    seeds = data.draw(st.lists(st.sampled_from(live), unique=True, max_size=3)) if live else []
+    fallen = closure_from(drawn.graph, {seed: [f"seed({seed})"] for seed in seeds})
+    assert set(fallen) == reference_seeded(drawn.graph, set(seeds))
+    assert not set(fallen) & set(seeds)
+    assert all(chain[0].startswith("seed(") for chain in fallen.values())
+
+
+@_SETTINGS
+@given(belief_graphs())
+def test_closure_is_closure_from_its_assumption(drawn: BeliefGraph) -> None:
+    start = drawn.graph.node(drawn.target)
+    seeded = closure_from(drawn.graph, {drawn.target: [f"assumption({start.label})"]})
+    assert seeded == blast_radius(drawn.graph, drawn.target).invalidated

@@ -16,7 +16,8 @@ from pathlib import Path
 
 import pytest
 from cli_helpers import failure_document, one_line
-from session_helpers import QUESTIONS, build_demo_template, clone
+from demo_cache import DemoSessions
+from session_helpers import QUESTIONS, clone
 
 from contextmesh.cli import main
 from contextmesh.session.commit import latest_generation
@@ -26,8 +27,8 @@ QUESTION = "What made the sharding rule wrong?"
 
 
 @pytest.fixture(scope="module")
-def template(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
-    return build_demo_template(tmp_path_factory.mktemp("cli-commits"))
+def template(tmp_path_factory: pytest.TempPathFactory, demo_sessions: DemoSessions) -> tuple[Path, Path]:
+    return demo_sessions.copy(tmp_path_factory.mktemp("cli-commits"))
 
 
 @pytest.fixture

@@ -33,10 +33,12 @@ from typing import Any
 
 import pytest
 from cli_helpers import closed_api_url, failure_document, make_fifo
-from session_helpers import build_demo_template, clone, manifest_doc
+from demo_cache import DemoSessions
+from session_helpers import clone, manifest_doc
 
 from contextmesh.cli import main
 from contextmesh.cli.parser import build_parser, leaf_parsers
+from contextmesh.formats.signed_note import NoteSigner
 
 pytestmark = pytest.mark.fuzz  # seeded, in-process: about five seconds on two cores
 
@@ -69,6 +71,8 @@ class Places:
         (self.junk / "session-000001.txt").write_text("not a manifest\n")
         self.broken = clone(session, root / "broken-session")
         manifest_doc(self.broken)[0].write_bytes(b"[1, 2\n")
+        self.vkey = root / "deploy.vkey"  # a verifier key, as `ledger key generate` prints it
+        self.vkey.write_text(NoteSigner.generate("contextmesh.test/fuzz").verifier().vkey() + "\n")
         self.socket = Path(tempfile.mkdtemp(prefix="cm-fz-")) / "s"  # short: a socket path has a length limit
         self._listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self._listener.bind(str(self.socket))
@@ -108,6 +112,16 @@ def _good(action: argparse.Action, places: Places, rng: random.Random) -> str:
         "new-dir": [places.fresh()],
         "out-dir": [places.fresh()],
         "feed-file": [str(places.feed)],
+        "ledger-entry": ["1", "11", "ab" * 32, "receipt:1"],
+        "key-file": [str(places.vkey)],
+        "existing-file": [str(places.file), str(places.vkey)],
+        "new-file": [places.fresh()],
+        "out-file": [places.fresh(), str(places.root / "export.json")],
+        "key-name": ["example.org/deploy"],
+        "timestamp": ["2026-03-01T12:00:00+00:00", "2026-03-01T12:00:00Z"],
+        "read-path": [str(places.file), str(places.empty)],
+        "read-file": [str(places.file)],
+        "write-file": [places.fresh()],
     }
     return rng.choice(values[kind])
 
@@ -132,6 +146,42 @@ def _bad(action: argparse.Action, places: Places, rng: random.Random) -> str:
         "new-dir": ["", str(places.file), str(places.fifo), str(places.junk), under_file, str(places.socket)],
         "out-dir": ["", str(places.file), str(places.fifo), under_file, str(places.socket)],
         "feed-file": ["", str(places.empty), str(places.fifo), under_file, str(places.socket)],
+        "ledger-entry": [
+            "0",
+            "-1",
+            "",
+            "x",
+            "1.5",
+            "AB" * 32,
+            "ab" * 31,
+            " 1",
+            "٣",
+            "9" * 17,
+            "seq:1",
+            "receipt:0",
+            "receipt:",
+            "receipt:-1",
+            "RECEIPT:1",
+            "receipt: 1",
+            "receipt:1.0",
+        ],
+        "key-file": [
+            "",
+            missing,
+            str(places.file),
+            str(places.fifo),
+            str(places.empty),
+            under_file,
+            str(places.socket),
+        ],
+        "existing-file": ["", missing, str(places.fifo), str(places.empty), under_file, str(places.socket)],
+        "new-file": ["", str(places.file), str(places.empty), str(places.fifo), under_file, missing],
+        "out-file": ["", str(places.empty), str(places.fifo), under_file, str(places.socket), missing],
+        "key-name": ["", "a b", "a+b", "\t", "x" * 201, "nul\x00", "\udcff"],
+        "timestamp": ["", "2026-03-01", "2026-03-01T12:00:00", "yesterday", "2026-13-01T00:00:00Z", "nan"],
+        "read-path": ["", missing, str(places.fifo), under_file, str(places.socket)],
+        "read-file": ["", missing, str(places.empty), str(places.fifo), str(places.socket)],
+        "write-file": ["", str(places.empty), str(places.fifo), under_file, str(places.socket)],
     }
     return rng.choice(values[kind])
 
@@ -253,9 +303,9 @@ def generate(places: Places) -> list[Vector]:
 
 
 @pytest.fixture(scope="module")
-def places(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Places]:
+def places(tmp_path_factory: pytest.TempPathFactory, demo_sessions: DemoSessions) -> Iterator[Places]:
     root = tmp_path_factory.mktemp("fuzz")
-    session, feed = build_demo_template(root / "template-root")
+    session, feed = demo_sessions.copy(root / "template-root")
     made = Places(root, session, feed)
     yield made
     made.close()

@@ -58,12 +58,13 @@ def test_resume_and_repair_say_what_ran_what_waits_and_what_next(
 
     assert main(["recheck", *where]) == 0
     rechecked = capsys.readouterr().out
-    assert rechecked.startswith(f"recheck (in-process): round 2: disproved '{GROUND}' (evidence evidence:")
-    assert "3 task(s) stale: hashing, routes, rate_limit" in rechecked
+    assert rechecked.startswith("RECHECK round 2 · 5 audited: ")
+    assert f"  DISPROVED {GROUND}\n" in rechecked and "    evidence: evidence:" in rechecked
+    assert "now stale, waiting for repair or resume: hashing, routes, rate_limit" in rechecked
 
     assert main(["resume", *where]) == 0
     blocked = capsys.readouterr().out
-    assert "resume (in-process) round 3: 0 executed, 2 cached, 3 blocked" in blocked
+    assert "ROUND 3 · 0 executed, 2 cached, 3 blocked" in blocked
     assert f"  blocked  hashing    — its ground '{GROUND}' is rejected" in blocked
     assert "  cached   schema     — untouched, its previous result stands" in blocked
 
@@ -76,7 +77,7 @@ def test_resume_and_repair_say_what_ran_what_waits_and_what_next(
 
     assert main(["resume", *where]) == 0
     resumed = capsys.readouterr().out
-    assert "resume (in-process) round 4: 3 executed, 2 cached, 0 blocked" in resumed
+    assert "ROUND 4 · 3 executed, 2 cached, 0 blocked" in resumed
     assert f"  executed hashing    — repaired onto {DEFAULT_KEYS['bcrypt']}: now assumes" in resumed
     assert f"  executed routes     — '{GROUND}' was disproved (evidence evidence:" in resumed
     assert not re.search(r"^  done ", resumed, re.MULTILINE)

@@ -6,11 +6,11 @@ import re
 from pathlib import Path
 
 import pytest
+from demo_cache import DemoSessions
 
 from contextmesh.core.canonical import file_bytes, loads
 from contextmesh.dashboard.export import export, render_summary
 from contextmesh.dashboard.page import DATA_CLOSE, DATA_OPEN, render_page, script_safe
-from contextmesh.demo.saved import save_demo_session
 
 PACKAGE = Path(__file__).resolve().parents[2] / "contextmesh" / "dashboard"
 HOSTILE = {
@@ -70,10 +70,8 @@ def test_export_without_inline_leaves_the_page_to_fetch_its_data(tmp_path: Path)
     assert "serve the folder" in render_summary(summary)
 
 
-def test_a_session_exports_read_only_with_its_plan_and_ledger(tmp_path: Path) -> None:
-    feed = tmp_path / "feed.json"
-    directory = tmp_path / "session"
-    save_demo_session(directory, rounds=1, feed=feed)
+def test_a_session_exports_read_only_with_its_plan_and_ledger(tmp_path: Path, demo_sessions: DemoSessions) -> None:
+    directory, feed = demo_sessions.copy(tmp_path, rounds=1, name="session")
     before = {p: p.read_bytes() for p in sorted(directory.rglob("*")) if p.is_file()}
     summary = export(tmp_path / "out", session_dir=directory, rounds=2, inline=True, feed=feed)
     after = {p: p.read_bytes() for p in sorted(directory.rglob("*")) if p.is_file()}

@@ -40,6 +40,7 @@ from pathlib import Path  # noqa: E402
 from typing import Any  # noqa: E402
 
 import pytest  # noqa: E402
+import run_notes  # noqa: E402
 from deploy_helpers import NOTES, ROOT, TIMINGS, alive, pg_cluster, pg_ctl, pg_online, post, stop_group, timed  # noqa: E402
 
 from contextmesh.orchestration import local_server as server  # noqa: E402
@@ -82,11 +83,10 @@ def _environ(**values: str) -> Iterator[None]:
                 os.environ[name] = value
 
 
-def pytest_terminal_summary(terminalreporter: Any) -> None:
-    if TIMINGS:
-        terminalreporter.write_line("deployments timings (s): " + ", ".join(f"{k} {v}" for k, v in TIMINGS.items()))
-    for name, note in NOTES.items():
-        terminalreporter.write_line(f"deployments: {name}: {note}")
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    lines = ["deployments timings (s): " + ", ".join(f"{k} {v}" for k, v in TIMINGS.items())] if TIMINGS else []
+    lines += [f"deployments: {name}: {note}" for name, note in NOTES.items()]
+    run_notes.leave(session.config, "deployments", lines)  # printed by the root conftest's summary
 
 
 @pytest.fixture(scope="session")

@@ -27,11 +27,11 @@ GATE_ENV = "CONTEXTMESH_TEST_GATE"
 PLAN = "gated-plan"
 
 
-def _quick(ctx: RunContext) -> State[Any]:
+def _quick(ctx: RunContext) -> dict[str, Any]:
     return {"task": ctx.task, "attempt": ctx.attempt}
 
 
-def _gated(ctx: RunContext) -> State[Any]:
+def _gated(ctx: RunContext) -> dict[str, Any]:
     gate = Path(os.environ[GATE_ENV])
     (gate / f"started-{ctx.attempt}-{os.getpid()}").touch()
     deadline = time.monotonic() + 120.0

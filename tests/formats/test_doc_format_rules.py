@@ -1,8 +1,10 @@
 """docs/formats/*.md: every rule id that is cited is defined, and the session pages' bounds are the code's.
 
 Cheap checks, not a reader of the pages: rule ids are numbered once each, from 1, per prefix; every id
-a page or a format module cites names a rule of its page; and the limits and rule texts that
-``session-v3.md`` and ``execution-v2.md`` quote verbatim are the ones the loaders use.
+a page or a format module cites names a rule of its page; and the limits and rule texts that the
+session pages and ``execution-v2.md`` quote verbatim are the ones the loaders use. ``session-v3.md``
+stays for readers of v3: it is checked against itself (v4 keeps every v3 rule's number and adds
+S41-S51, C9-C10), and the code's citations are checked against ``session-v4.md``.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ import pytest
 
 from contextmesh.core.canonical import MAX_DEPTH
 from contextmesh.execution import snapshot
-from contextmesh.session import commit, files, lock
+from contextmesh.session import commit, files, layout, lock
 
 ROOT = Path(__file__).resolve().parents[2]
 FORMATS = ROOT / "docs" / "formats"
@@ -25,8 +27,10 @@ PAGES = {
     "E": "execution-v2.md",
     "L": "runledger-v2.md",
     "P": "proofs-v1.md",
-    **dict.fromkeys("STFCNW", "session-v3.md"),
+    **dict.fromkeys("STFCNW", "session-v4.md"),
 }
+# Pages kept for readers of an older version: their rules are checked against the page itself.
+LEGACY = {"session-v3.md": "session-v4.md"}
 # The modules that implement the formats (elsewhere an "S311" is a linter's code, not a rule).
 MODULES = [
     *sorted((ROOT / "contextmesh" / "session").glob("*.py")),
@@ -75,7 +79,15 @@ def _key(rule: str) -> tuple[str, int]:
     return rule[0], int(rule[1:])
 
 
-@pytest.mark.parametrize("name", sorted(set(PAGES.values())))
+def page_of(prefix: str, name: str) -> str:
+    """The page whose rules an id of ``prefix`` cited on page ``name`` names."""
+    return name if name in LEGACY and PAGES[prefix] == LEGACY[name] else PAGES[prefix]
+
+
+ALL_PAGES = sorted({*PAGES.values(), *LEGACY})
+
+
+@pytest.mark.parametrize("name", ALL_PAGES)
 def test_each_rule_is_stated_once_and_the_numbers_run_from_one_without_a_gap(name: str) -> None:
     stated = bold_rules(name)
     assert len(stated) == len(set(stated)), sorted({r for r in stated if stated.count(r) > 1}, key=_key)
@@ -84,16 +96,16 @@ def test_each_rule_is_stated_once_and_the_numbers_run_from_one_without_a_gap(nam
     for prefix in sorted({r[0] for r in rules}):
         numbers = sorted(int(r[1:]) for r in rules if r[0] == prefix)
         assert numbers == list(range(1, len(numbers) + 1)), (name, prefix, numbers)
-        assert PAGES[prefix] == name, (prefix, name)
+        assert page_of(prefix, name) == name, (prefix, name)
 
 
 def _cited(source: str) -> set[str]:
     return {f"{p}{n}" for p, n in _CITED.findall(source)}
 
 
-@pytest.mark.parametrize("name", sorted(set(PAGES.values())))
+@pytest.mark.parametrize("name", ALL_PAGES)
 def test_every_rule_a_page_cites_is_defined_on_its_own_page(name: str) -> None:
-    missing = {rule for rule in _cited(text(name)) if rule not in defined(PAGES[rule[0]])}
+    missing = {rule for rule in _cited(text(name)) if rule not in defined(page_of(rule[0], name))}
     assert not missing, sorted(missing, key=_key)
 
 
@@ -103,8 +115,15 @@ def test_every_rule_the_code_cites_is_defined_on_its_page(module: Path) -> None:
     assert not missing, sorted(missing, key=_key)
 
 
-def test_the_session_pages_bounds_are_the_loaders() -> None:
-    page = flat("session-v3.md")
+def test_v4_keeps_every_v3_rule_and_adds_its_own_after_the_last() -> None:
+    old, new = defined("session-v3.md"), defined("session-v4.md")
+    assert old <= new
+    assert new - old == {f"S{n}" for n in range(41, 52)} | {"C9", "C10"}
+
+
+@pytest.mark.parametrize("name", ["session-v3.md", "session-v4.md"])
+def test_the_session_pages_bounds_are_the_loaders(name: str) -> None:
+    page = flat(name)
     assert files.MANIFEST_MAX_BYTES == 65_536
     assert f"a manifest is at most {files.MANIFEST_MAX_BYTES} bytes" in page
     assert f"{files.MANIFEST_MAX_BYTES + 1:,} bytes" in page  # what is read at most
@@ -115,10 +134,18 @@ def test_the_session_pages_bounds_are_the_loaders() -> None:
     assert f"`a file nests arrays and objects at most {MAX_DEPTH} deep`" in page
 
 
-def test_the_session_page_quotes_the_readers_rule_texts() -> None:
-    page = flat("session-v3.md")
+@pytest.mark.parametrize("name", ["session-v3.md", "session-v4.md"])
+def test_the_session_page_quotes_the_readers_rule_texts(name: str) -> None:
+    page = flat(name)
     assert f"`{files._RULE}`" in page
     assert "`names in a session directory are plain file names`" in page
+
+
+def test_the_v4_page_names_the_versions_the_reader_reads_and_the_writer_writes() -> None:
+    page = flat("session-v4.md")
+    assert layout.READ_VERSIONS == (3, 4) and layout.SESSION_VERSION == 4
+    assert "`this ContextMesh reads contextmesh.session v3 and v4`" in page
+    assert f"session <dir>: {commit.MIGRATED}" in page
 
 
 def test_the_execution_pages_attempt_bound_is_the_loaders() -> None:

@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import copy
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
+from demo_cache import DemoWorlds
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -91,8 +92,13 @@ def small_doc() -> Doc:
 
 
 @pytest.fixture(scope="module")
-def world() -> DemoWorld:
-    return build_world(2)
+def world(demo_worlds: DemoWorlds) -> Iterator[DemoWorld]:
+    """The demo world with two walk rounds, for its resolver.
+
+    Read-only: shared with other modules, and checked unchanged after this one.
+    """
+    yield demo_worlds.shared(2)
+    demo_worlds.check_unchanged(2)
 
 
 # -- round trips -------------------------------------------------------------------------------------

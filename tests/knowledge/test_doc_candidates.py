@@ -28,6 +28,10 @@ def found(*texts: str) -> dict[str, Candidate]:
     return {c.name: c for c in discover(docs(*texts)).candidates}
 
 
+def found_txt(text: str) -> dict[str, Candidate]:
+    return {c.name: c for c in discover([read_document("d.txt", text.encode())]).candidates}
+
+
 def admitted(*texts: str, registered: EntitiesFile | None = None) -> list[EntitySpec]:
     return list(fold_entities(discover(docs(*texts)), registered).entities)
 
@@ -98,12 +102,51 @@ def test_a_word_capitalised_only_at_a_sentence_start_is_dropped_from_a_longer_ru
     assert "Replacing Kiruna Ground Station" not in candidates
 
 
-def test_headings_titles_and_table_headers_are_not_searched() -> None:
-    candidates = found(
+def test_titles_and_headings_confirm_a_name_and_never_make_one_alone() -> None:
+    text = (
         "---\ntitle: Root Cause Analysis Of Everything\n---\n# Action Items For Later\n\n"
         "| Owner Name | Due Date |\n|---|---|\n| Tomas Berg | soon |\n"
     )
-    assert set(candidates) == {"Tomas Berg"}
+    candidates = found(text)
+    assert "Owner Name" not in candidates and "Due Date" not in candidates  # table headers are not read
+    assert candidates["Cause Analysis Of Everything"].labels == candidates["Cause Analysis Of Everything"].count
+    folded = fold_entities(discover(docs(text, text)))
+    assert [e.name for e in folded.entities] == ["Tomas Berg"]
+    held = {v.candidate.name: v.reason for v in folded.verdicts if v.status == "held"}
+    assert held["Items For Later"] == "seen only in titles and headings"
+    # Seen once in prose, and in the document's title and heading: admitted.
+    assert admitted("---\ntitle: Reefer Yard safety\n---\n# Reefer Yard\n\nThe Reefer Yard holds 1,200 slots.\n") == [
+        EntitySpec("Reefer Yard", ())
+    ]
+    # An identifier in a title is precise by its shape alone.
+    assert admitted("---\ntitle: ADR-004 Twin lifts\n---\n# ADR-004: twin lifts\n\nWe lift two boxes.\n") == [
+        EntitySpec("ADR-004", ())
+    ]
+
+
+def test_a_phrase_seen_once_is_admitted_beside_a_numbered_sibling() -> None:
+    folded = fold_entities(
+        discover(
+            docs("Berth 3 is busy. The crane at Berth 3 works. Ships leave from Berth 5 at noon. Dock Seven opened.")
+        )
+    )
+    verdicts = {v.candidate.name: (v.status, v.reason) for v in folded.verdicts}
+    assert verdicts["Berth 5"] == ("admitted", "one of a numbered series with Berth 3")
+    assert verdicts["Dock Seven"][0] == "held"  # no digit: no series
+
+
+def test_plain_text_lines_that_end_no_sentence_are_read_line_by_line() -> None:
+    letter = (
+        "Harlow Port Authority\nOffice of the Harbour Master\n\nWe approve it.\n\n"
+        "Yours sincerely,\nHarbour Master, Harlow Port Authority\n"
+    )
+    read = read_document("letter.txt", letter.encode())
+    assert [u.text.strip() for u in read.units][:2] == ["Harlow Port Authority", "Office of the Harbour Master"]
+    assert found_txt(letter)["Harbour Master"].count == 2
+    wrapped = "The crane at Harlow Port\nAuthority works well.\n"
+    assert [u.text for u in read_document("w.txt", wrapped.encode()).units] == [
+        "The crane at Harlow Port Authority works well."
+    ]
 
 
 def test_code_spans_code_blocks_and_identifier_shapes() -> None:
@@ -307,7 +350,7 @@ def test_suggestions_are_an_editable_entities_file_and_a_candidate_list(tmp_path
     assert by_name["GS-2"] | {"forms": None} == {
         "name": "GS-2",
         "kind": "identifier",
-        "count": 12,
+        "count": 16,  # 12 in sentences, 4 in titles and headings
         "documents": 6,
         "first_seen": "chat/2026-02-11-ops.txt:6",
         "forms": None,

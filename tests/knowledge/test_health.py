@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from demo_cache import DemoWorlds
 
 from contextmesh.cli import main
 from contextmesh.core.graph import ContextGraph
@@ -19,9 +21,13 @@ from contextmesh.knowledge.traverse import DEAD_END_REASONS, Walker
 
 
 @pytest.fixture(scope="module")
-def world() -> DemoWorld:
-    """Two walk rounds over the recorded demo. Read-only in tests."""
-    return build_world(2)
+def world(demo_worlds: DemoWorlds) -> Iterator[DemoWorld]:
+    """Two walk rounds over the recorded demo.
+
+    Read-only: shared with other modules, and checked unchanged after this one.
+    """
+    yield demo_worlds.shared(2)
+    demo_worlds.check_unchanged(2)
 
 
 def _report(world: DemoWorld) -> HealthReport:

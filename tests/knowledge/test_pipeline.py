@@ -6,8 +6,10 @@ import hashlib
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
 
 import pytest
+from demo_cache import DemoWorlds
 
 from contextmesh.core.errors import OntologyError
 from contextmesh.core.graph import ContextGraph
@@ -30,9 +32,13 @@ def built() -> BuildResult:
 
 
 @pytest.fixture(scope="module")
-def world() -> DemoWorld:
-    """The demo world with its sidecar recorded and two walk rounds. Read-only in tests."""
-    return build_world(2)
+def world(demo_worlds: DemoWorlds) -> Iterator[DemoWorld]:
+    """The demo world with its sidecar recorded and two walk rounds.
+
+    Read-only: shared with other modules, and checked unchanged after this one.
+    """
+    yield demo_worlds.shared(2)
+    demo_worlds.check_unchanged(2)
 
 
 # -- the stage reports ----------------------------------------------------------------------------

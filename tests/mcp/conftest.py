@@ -1,20 +1,17 @@
-"""Fixtures of the MCP tests: one demo session template per run, a private copy per test; a real
-Prefect server for the dispatch tests, started only when one of them asks for it."""
+"""Fixtures of the MCP tests: a private copy of the demo session per test, an absent feed.
+
+The demo session (walk rounds run, plan round 1 executed) is saved once per test run by the root
+``conftest.py`` (``demo_sessions``); the real Prefect server of the dispatch tests is the root's
+``prefect_api``, shared with the orchestration tests.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
-from contextmesh.orchestration.settings import prepare_environment
-
-prepare_environment()  # before anything imports Prefect: quiet clients, no telemetry, no ephemeral server
-
-import pytest  # noqa: E402
-from mcp_helpers import copy_session  # noqa: E402
-
-from contextmesh.demo.saved import save_demo_session  # noqa: E402
-from contextmesh.orchestration import local_server as server  # noqa: E402
+import pytest
+from demo_cache import DemoSessions
+from mcp_helpers import copy_session
 
 
 @pytest.fixture
@@ -23,11 +20,9 @@ def anyio_backend() -> str:
 
 
 @pytest.fixture(scope="session")
-def demo_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The demo saved as a session (walk rounds run, plan round 1 executed), built once."""
-    base = tmp_path_factory.mktemp("demo-template")
-    save_demo_session(base / "session", feed=base / "no-advisories.json")
-    return base / "session"
+def demo_template(demo_sessions: DemoSessions) -> Path:
+    """The demo saved as a session (eight walk rounds, plan round 1 executed); read-only."""
+    return demo_sessions.template(8)
 
 
 @pytest.fixture
@@ -40,16 +35,3 @@ def session_dir(demo_template: Path, tmp_path: Path) -> Path:
 def feed(tmp_path: Path) -> Path:
     """This test's advisory feed (absent: no advisories until a test publishes one)."""
     return tmp_path / "feed.json"
-
-
-@pytest.fixture(scope="session")
-def prefect_api(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """The API URL of a real Prefect server (the managed one, in a temporary home, no UI), for this run."""
-    home = tmp_path_factory.mktemp("mcp-prefect-server")
-    info = server.start(home, port=server.free_port(), ui=False, keep=False, timeout=240)
-    try:
-        yield info.api_url
-        server.drain_workers()
-    finally:
-        server.stop(home)
-    assert not server.process_alive(info.pid), "the test server's process outlived the session"

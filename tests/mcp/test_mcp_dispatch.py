@@ -10,6 +10,9 @@ from __future__ import annotations
 
 import json
 import os
+import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -214,6 +217,93 @@ async def wait_for_not_answering(client: Client, timeout: float = 30.0) -> list[
             await anyio.sleep(0.5)
 
 
+# -- handles: long writes return at once ---------------------------------------------------------------
+
+
+@asynccontextmanager
+async def listening(client: Client) -> AsyncIterator[list[float]]:
+    """When each ``notifications/resources/updated`` for ``contextmesh://session`` arrived (wall clock)."""
+    arrivals: list[float] = []
+    async with (
+        client.listen(resource_subscriptions=["contextmesh://session"]) as stream,
+        anyio.create_task_group() as tasks,
+    ):
+
+        async def collect() -> None:
+            async for _ in stream:
+                arrivals.append(time.time())
+
+        tasks.start_soon(collect)
+        yield arrivals
+        tasks.cancel_scope.cancel()
+
+
+async def followed(client: Client, flow_run_id: str, timeout: float = 180.0) -> dict[str, Any]:
+    """``mesh_flow_run`` until the run it names has ended; its last answer."""
+    with anyio.fail_after(timeout):
+        while True:
+            report = await call(client, "mesh_flow_run", {"flow_run_id": flow_run_id})
+            if report["flow_run"]["completed"]:
+                return report
+            assert report["recheck"] is None and report["resume"] is None  # no report before the run ends
+            await anyio.sleep(0.5)
+
+
+@pytest.mark.slow
+async def test_recheck_and_resume_return_a_handle_at_once_and_mesh_flow_run_reads_the_report(
+    prefect_api: str, tmp_path: Path
+) -> None:
+    serving = ServeProcess(prefect_api, tmp_path)
+    api, sid = prefect_api, serving.session_id
+    args = [str(LAUNCHER), "--session", str(serving.directory), "--feed", str(serving.feed)]  # no --dispatch-wait
+    params = StdioServerParameters(command=PYTHON, args=args, cwd=str(ROOT), env=serving.launcher_env())
+    try:
+        async with Client(params, read_timeout_seconds=300) as client, listening(client) as arrivals:
+            stored = await call(client, "mesh_submit_evidence", ADVISORY)
+            handle = await call(client, "mesh_recheck")
+            run = handle["flow_run"]
+            # at once: the run was started and not waited for; nothing new is committed yet
+            assert not run["completed"] and not handle["committed"] and handle["invalidations"] == []
+            assert handle["generation"] == stored["generation"]
+            assert run["url"].endswith(f"/runs/flow-run/{run['id']}")
+            assert get(api, f"/flow_runs/{run['id']}")["id"] == run["id"]
+
+            done = await followed(client, run["id"])
+            assert done["kind"] == "recheck" and done["flow_run"]["state"] == "Completed" and done["resume"] is None
+            recheck = done["recheck"]
+            (invalidation,) = recheck["invalidations"]
+            assert invalidation["evidence_id"] == stored["evidence_id"] and recheck["stale"] == STALE
+            assert recheck["committed"] and recheck["flow_run"]["id"] == run["id"]
+            assert (await session_resource(client))["generation"] >= recheck["generation"]
+            # the flow run committed in its own process; a subscriber heard of it within a second
+            committed = (serving.directory / f"session-{recheck['generation']:06d}.json").stat().st_mtime
+            await anyio.sleep(1.0)
+            assert any(committed <= t <= committed + 1.0 for t in arrivals), (committed, arrivals)
+
+            wait_for(
+                "the recheck's own resume run to finish",
+                lambda: [
+                    r
+                    for r in flow_runs(api, flow="contextmesh-plan", tags=[f"cm.session:{sid}", "cm.trigger:recheck"])
+                    if r["state_type"] in {"COMPLETED", "FAILED", "CRASHED", "CANCELLED"}
+                ],
+                timeout=180,
+            )
+            onto = {"task": "hashing", "worker_key": BCRYPT, "assumes": "bcrypt has no open advisory"}
+            await call(client, "mesh_repair", onto)
+            resumed = await call(client, "mesh_resume")
+            assert not resumed["flow_run"]["completed"] and resumed["executed"] == [] and not resumed["changed"]
+            done = await followed(client, resumed["flow_run"]["id"])
+            assert done["kind"] == "resume" and done["recheck"] is None
+            assert done["resume"]["executed"] == STALE and done["resume"]["cached"] == ["schema", "tokens"]
+            assert done["resume"]["changed"] and done["resume"]["flow_run"]["state"] == "Completed"
+
+            unknown = await refusal(client, "mesh_flow_run", {"flow_run_id": "0" * 32})
+            assert "was started by this server" in unknown and run["id"] in unknown
+    finally:
+        serving.stop()
+
+
 # -- the probe ----------------------------------------------------------------------------------------
 
 
@@ -233,8 +323,12 @@ async def test_not_answering_follows_a_cached_probe_of_serve_the_api_and_both_de
         plain = served_session(session_dir, feed)
         session = ServedSession(plain.session, ephemeral=False, source="test", dispatcher=dispatcher, probe_ttl=60.0)
         async with Client(build_server(session)) as client:
-            seen = [(await client.list_tools()).meta["notAnswering"] for _ in range(calls)]  # type: ignore[index]
+            listings = [await client.list_tools() for _ in range(calls)]
+            seen = [listed.meta["notAnswering"] for listed in listings]  # type: ignore[index]
             assert all(s == seen[0] for s in seen)
+            flagged = sorted(t.name for t in listings[-1].tools if (t.description or "").startswith("NOT ANSWERING"))
+            assert flagged == seen[0]  # the descriptions say it too, for clients that drop _meta
+            assert (await session_resource(client))["served"]["not_answering"] == seen[0]
             if seen[0]:
                 before = dir_bytes(session_dir)
                 assert "not answering" in await refusal(client, "mesh_recheck")

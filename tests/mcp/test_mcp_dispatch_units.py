@@ -102,8 +102,8 @@ def test_a_session_the_deployments_do_not_serve_is_refused(session_dir: Path, fe
     )
     with pytest.raises(ExecutionError, match="the deployments serve"):
         answering(record).recheck(served_session(session_dir, feed).session)
-    with pytest.raises(ExecutionError, match="positive number of seconds"):
-        PrefectDispatcher(record, wait=0)
+    with pytest.raises(ExecutionError, match="a number of seconds from 0"):
+        PrefectDispatcher(record, wait=-1)
 
 
 def test_the_launcher_dispatches_only_to_a_live_served_record(
@@ -122,7 +122,8 @@ def test_the_launcher_dispatches_only_to_a_live_served_record(
     assert isinstance(found, PrefectDispatcher) and found.record == record and found.wait == 5
     ours, rest = serve_mcp._split(["--session", "S", "--dispatch", "never", "--dispatch-wait=9", "--port", "0"])
     assert (ours.dispatch, ours.dispatch_wait, rest) == ("never", 9.0, ["--session", "S", "--port", "0"])
-    assert serve_mcp.main(["--session", str(session_dir), "--dispatch-wait", "0"]) == 2
+    assert serve_mcp.main(["--session", str(session_dir), "--dispatch-wait", "-1"]) == 2
+    assert serve_mcp.dispatcher_for(session_dir).wait == 0  # type: ignore[union-attr]  # by default: at once
 
 
 def test_a_completed_run_is_reported_from_its_own_report_artifact(

@@ -133,7 +133,7 @@ def test_a_non_loopback_bind_answers_only_requests_with_the_token(
         assert request(outside_address, port, {"Host": f"127.0.0.1:{port}"})[0] == 401
         assert request(outside_address, port, {"Host": f"127.0.0.1:{port}"}, method="GET")[0] == 401
         status, _, body = request(outside_address, port, {"Authorization": f"Bearer {TOKEN}"})
-        assert status == 200 and len(json.loads(body)["result"]["tools"]) == 11
+        assert status == 200 and len(json.loads(body)["result"]["tools"]) == 12
         assert request(outside_address, port, {"Authorization": f"bearer {TOKEN}"})[0] == 200  # scheme: any case
     assert any("beyond loopback" in line for line in server.stderr)
 
@@ -223,6 +223,7 @@ def test_every_interface_without_the_opt_in_refuses_to_start_in_one_line(session
 
 
 @pytest.mark.integration
+@pytest.mark.slow  # starts a server process per refused configuration
 def test_bad_tokens_hosts_and_ports_refuse_to_start_in_one_line(session_dir: Path, feed: Path, tmp_path: Path) -> None:
     base = ["--session", str(session_dir), "--transport", "http", "--port", "0", "--host", "0.0.0.0", "--allow-remote"]
     short = tmp_path / "short"

@@ -70,13 +70,13 @@ def served(session_dir: Path, feed: Path) -> ServedSession:
 
 
 @pytest.mark.parametrize("mode", MODES)
-async def test_eleven_tools_four_resources_two_templates_are_published(served: ServedSession, mode: str) -> None:
+async def test_twelve_tools_four_resources_two_templates_are_published(served: ServedSession, mode: str) -> None:
     async with Client(build_server(served), mode=mode) as client:
         tools = {t.name: t for t in (await client.list_tools()).tools}
-        assert sorted(tools) == sorted(READS + WRITES)
+        assert sorted(tools) == sorted([*READS, *WRITES, "mesh_flow_run"])
         for name, tool in tools.items():
             assert tool.annotations is not None
-            assert tool.annotations.read_only_hint is (name in READS)
+            assert tool.annotations.read_only_hint is (name in READS or name == "mesh_flow_run")
             assert tool.output_schema is not None and tool.description
         resources = sorted(str(r.uri) for r in (await client.list_resources()).resources)
         assert resources == [

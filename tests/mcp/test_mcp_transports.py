@@ -5,6 +5,7 @@ from __future__ import annotations
 import http.client
 import json
 import os
+import shutil
 import signal
 import subprocess
 import threading
@@ -65,7 +66,7 @@ async def test_a_stdio_subprocess_serves_tools_and_resources(session_dir: Path, 
     )
     async with Client(params, read_timeout_seconds=60) as client:
         tools = await client.list_tools()
-        assert len(tools.tools) == 11 and tools.meta["notAnswering"] == []  # type: ignore[index]
+        assert len(tools.tools) == 12 and tools.meta["notAnswering"] == []  # type: ignore[index]
         answer = await call(client, "mesh_ask", {"question": QUESTIONS[0]})
         assert answer["answered"]
         session = json.loads((await client.read_resource("contextmesh://session")).contents[0].text)  # type: ignore[union-attr]
@@ -195,7 +196,7 @@ async def test_http_serves_json_over_post_only_on_loopback(session_dir: Path, fe
         for mode in ("auto", "legacy"):
             async with Client(server.url, mode=mode) as client:
                 tools = await client.list_tools()
-                assert len(tools.tools) == 11 and tools.meta["notAnswering"] == []  # type: ignore[index]
+                assert len(tools.tools) == 12 and tools.meta["notAnswering"] == []  # type: ignore[index]
                 assert (await call(client, "mesh_ask", {"question": QUESTIONS[1]}))["question"] == QUESTIONS[1]
                 assert (await client.read_resource("contextmesh://health")).contents
         status, body = post(server.port, rpc("tools/list"))
@@ -368,3 +369,39 @@ async def test_the_full_write_path_over_http_then_a_restart_answers_identically(
     # The one thing a restart does not restore: the in-process walk list behind dead_ends.
     strip = lambda h: {**h, "signals": [s for s in h["signals"] if s["kind"] != "dead_ends"]}  # noqa: E731
     assert strip(health) == strip(answers["health"])
+
+
+# -- the same figures as the CLI -------------------------------------------------------------------
+
+
+def cli_ask(question: str, *session: str) -> dict[str, Any]:
+    """``contextmesh ask QUESTION --json`` (on ``--session DIR`` when given) as a subprocess; its JSON."""
+    command = [PYTHON, "-m", "contextmesh", "ask", question, "--json", *session]
+    done = subprocess.run(command, capture_output=True, timeout=120, cwd=ROOT, check=False)
+    assert done.returncode == 0, done.stderr.decode()
+    return json.loads(done.stdout)  # type: ignore[no-any-return]
+
+
+WALK_FIGURES = ("answer", "hops", "tokens", "flat_tokens", "dead_end")
+
+
+@pytest.mark.parametrize("served", ["session", "demo"])
+async def test_a_walk_over_mcp_reports_the_figures_the_cli_does(
+    served: str, session_dir: Path, feed: Path, tmp_path: Path
+) -> None:
+    # The CLI and the server walk copies of one session (or each its own --demo build): the same
+    # question must give the same answer, path size, path tokens and flat top-k tokens.
+    question = QUESTIONS[0]
+    if served == "session":
+        cli_dir = tmp_path / "cli-session"
+        shutil.copytree(session_dir, cli_dir)
+        expected = cli_ask(question, "--session", str(cli_dir), "--feed", str(feed))
+        args = [str(LAUNCHER), "--session", str(session_dir), "--feed", str(feed)]
+    else:
+        expected = cli_ask(question)
+        args = [str(LAUNCHER), "--demo"]
+    assert expected["flat_tokens"] > 0
+    params = StdioServerParameters(command=PYTHON, args=args, cwd=str(ROOT))
+    async with Client(params, read_timeout_seconds=60) as client:
+        answer = await call(client, "mesh_ask", {"question": question})
+    assert {k: answer[k] for k in WALK_FIGURES} == {k: expected[k] for k in WALK_FIGURES}

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import inspect
+import json
 from pathlib import Path
 from typing import Any
 
@@ -13,13 +15,14 @@ from contextmesh.belief.evidence import submit
 from contextmesh.core.errors import SessionError
 from contextmesh.demo.auth import DEFAULT_KEYS, publish, register_demo
 from contextmesh.demo.knowledge import build_world
+from contextmesh.demo.saved import demo_registry
 from contextmesh.execution.context import AuditContext, Verdict
 from contextmesh.execution.task_registry import TaskRegistry
 from contextmesh.mcp.models import FlowRunOut, RecheckResult, ResumeResult
 from contextmesh.mcp.served_session import ServedSession
 from contextmesh.mcp.server import build_server
 from contextmesh.mcp.write_dispatch import ProbeCache
-from contextmesh.mcp.write_tools import ControlledWriteError, mesh_submit_evidence
+from contextmesh.mcp.write_tools import ControlledWriteError, mesh_recheck, mesh_resume, mesh_submit_evidence
 from contextmesh.session.session import Session
 
 pytestmark = pytest.mark.anyio
@@ -260,7 +263,15 @@ async def test_not_answering_names_the_dispatched_tools_when_the_deployment_is_d
         served = ServedSession(session, ephemeral=False, source="x", dispatcher=dispatcher)
         async with Client(build_server(served), mode=mode) as client:
             for _ in range(3):
-                assert (await client.list_tools(cache_mode="refresh")).meta["notAnswering"] == expected  # type: ignore[index]
+                listed = await client.list_tools(cache_mode="refresh")
+                assert listed.meta["notAnswering"] == expected  # type: ignore[index]
+            notes = {t.name: t.description or "" for t in listed.tools}
+            assert sorted(n for n, text in notes.items() if text.startswith("NOT ANSWERING NOW")) == expected
+            for name in expected:
+                own = inspect.getdoc(mesh_recheck if name == "mesh_recheck" else mesh_resume) or ""
+                assert down.name in notes[name] and notes[name].endswith(own)  # the note, then the tool's own text
+            described = json.loads((await client.read_resource("contextmesh://session")).contents[0].text)  # type: ignore[union-attr]
+            assert described["served"]["not_answering"] == expected
     assert down.probes == 1 and up.probes == 1  # cached: a few seconds' TTL, never per call
 
 
@@ -296,3 +307,83 @@ def test_controlled_write_error_is_a_tool_refusal() -> None:
     from contextmesh.mcp.read_tools import MeshToolError
 
     assert issubclass(ControlledWriteError, MeshToolError)
+
+
+INCIDENT = (
+    "---\ntitle: Incident 7 at the Token Service\ndate: 2026-05-02\n---\n"
+    "The Token Service rejected every login for twelve minutes after the key rotation. "
+    "The Token Service recovered once the old key was restored.\n"
+)
+
+
+async def test_evidence_can_bring_the_document_it_came_from_as_a_source(served: ServedSession) -> None:
+    start = served.session.generation
+    args = {"text": "logins failed for twelve minutes", "document": INCIDENT, "document_name": "incidents/inc-7.md"}
+    async with Client(build_server(served)) as client:
+        stored = await call(client, "mesh_submit_evidence", args)
+        assert stored["created"] and stored["committed"] and stored["document_wrote"]
+        revision = stored["document_revision"]
+        assert stored["node"]["source_id"] == revision and stored["generation"] == start + 1
+        replay = await call(client, "mesh_submit_evidence", args)
+        assert not replay["created"] and not replay["committed"] and replay["document_revision"] == revision
+        revised = INCIDENT.replace("for twelve minutes", "for fourteen minutes")
+        again = await call(client, "mesh_submit_evidence", {**args, "document": revised})
+        assert again["committed"] and again["document_revision"] != revision
+        assert len(again["superseded"]) == 1 and again["stale"] == []
+    graph = served.session.graph
+    [superseded] = again["superseded"]
+    assert "twelve minutes" in graph.node(superseded).label and not graph.node(superseded).live
+    assert graph.node(again["document_revision"]).attrs["channel"] == "evidence"
+
+
+async def test_evidence_names_one_origin_and_a_bad_document_name_changes_nothing(
+    served: ServedSession, session_dir: Path
+) -> None:
+    before, on_disk = state_bytes(served.session), dir_bytes(session_dir)
+    runner = served.session.runner
+    assert runner is not None
+    async with Client(build_server(served)) as client:
+        both = {"text": "x", "source_id": runner.source_id, "document": INCIDENT, "document_name": "a.md"}
+        assert "exactly once: source_id" in await refusal(client, "mesh_submit_evidence", both)
+        alone = {"text": "x", "document": INCIDENT}
+        assert "document and document_name go together" in await refusal(client, "mesh_submit_evidence", alone)
+        outside = {"text": "x", "document": INCIDENT, "document_name": "../escape.md"}
+        assert "no '.' or '..' part" in await refusal(client, "mesh_submit_evidence", outside)
+        no_suffix = {"text": "x", "document": INCIDENT, "document_name": "notes/inc-7"}
+        assert "ends in one of .md" in await refusal(client, "mesh_submit_evidence", no_suffix)
+    assert state_bytes(served.session) == before and dir_bytes(session_dir) == on_disk
+
+
+# -- mesh_repair's keys -------------------------------------------------------------------------------
+
+
+async def test_mesh_repair_lists_the_served_registrys_keys_in_its_schema(session_dir: Path, feed: Path) -> None:
+    # The enum is the registry this server was handed, not a list written down somewhere: a key
+    # only this test registers must appear, and repairing onto it must work.
+    registry = demo_registry(feed)
+    registry.register_worker("auth.hash.scrypt.v1", lambda ctx: None)
+    served = ServedSession(Session.load(session_dir, registry=registry), ephemeral=False, source=str(session_dir))
+    keys = registry.describe()
+    async with Client(build_server(served)) as client:
+        (repair,) = [t for t in (await client.list_tools()).tools if t.name == "mesh_repair"]
+        worker = repair.input_schema["properties"]["worker_key"]
+        auditor = repair.input_schema["properties"]["auditor_key"]
+        assert worker["enum"] == keys["workers"] and "auth.hash.scrypt.v1" in worker["enum"]
+        (string_branch,) = [b for b in auditor["anyOf"] if b.get("type") == "string"]
+        assert string_branch["enum"] == keys["auditors"] == [DEFAULT_KEYS["advisory_audit"]]
+        assert "enum lists all 7" in worker["description"]
+        await call(client, "mesh_submit_evidence", advisory(served))
+        assert (await call(client, "mesh_recheck"))["stale"] == ["hashing", "routes", "rate_limit"]
+        onto = {"task": "hashing", "worker_key": "auth.hash.scrypt.v1", "assumes": "scrypt has no open advisory"}
+        repaired = await call(client, "mesh_repair", onto)  # a key read off the enum is one the server takes
+        described = json.loads((await client.read_resource("contextmesh://session")).contents[0].text)  # type: ignore[union-attr]
+    assert repaired["worker_key"] == "auth.hash.scrypt.v1" and repaired["state"] == "stale"
+    assert described["served"]["registry"]["workers"] == worker["enum"]
+
+
+async def test_mesh_flow_run_says_there_is_nothing_to_follow_in_process(served: ServedSession) -> None:
+    async with Client(build_server(served)) as client:
+        recheck = await call(client, "mesh_recheck")
+        message = await refusal(client, "mesh_flow_run", {"flow_run_id": "anything"})
+    assert recheck["flow_run"] is None  # in-process: the answer is the whole report
+    assert "in-process" in message and "no flow run to follow" in message

@@ -20,10 +20,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from demo_cache import DemoSessions
 
 from contextmesh.core.errors import ExecutionError
 from contextmesh.core.graph import ContextGraph
-from contextmesh.demo.saved import save_demo_session
 from contextmesh.knowledge.resolve import Resolver
 from contextmesh.orchestration.served_record import peek
 from contextmesh.session.commit import latest_generation
@@ -34,10 +34,9 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")
-def template(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = tmp_path_factory.mktemp("cli-prefect")
-    save_demo_session(root / "session", rounds=0, feed=root / "feed.json")
-    return root / "session"
+def template(tmp_path_factory: pytest.TempPathFactory, demo_sessions: DemoSessions) -> Path:
+    directory, _ = demo_sessions.copy(tmp_path_factory.mktemp("cli-prefect"), rounds=0, name="session")
+    return directory
 
 
 def clone(template: Path, dest: Path) -> Path:

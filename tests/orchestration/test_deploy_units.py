@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from demo_cache import DemoSessions
 
 from contextmesh.cli import main
 from contextmesh.core.canonical import file_bytes, loads
@@ -134,11 +135,10 @@ def test_peek_reads_identity_and_refuses_a_directory_without_a_session(tmp_path:
 
 
 def test_recheck_repair_resume_run_in_process_without_a_served_deployment(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, demo_sessions: DemoSessions, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     monkeypatch.setenv("CONTEXTMESH_HOME", str(tmp_path / "home"))
-    feed, directory = tmp_path / "feed.json", tmp_path / "session"
-    save_demo_session(directory, rounds=0, feed=feed)
+    directory, feed = demo_sessions.copy(tmp_path, rounds=0, name="session")
     common = ["--session", str(directory), "--feed", str(feed), "--json"]
     entries = len(open_demo_session(directory, feed=feed).runner.ledger)  # type: ignore[union-attr]
     assert main(["recheck", *common]) == 0
@@ -163,11 +163,10 @@ def test_recheck_repair_resume_run_in_process_without_a_served_deployment(
 
 
 def test_a_repair_onto_an_unregistered_key_changes_nothing(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, demo_sessions: DemoSessions, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     monkeypatch.setenv("CONTEXTMESH_HOME", str(tmp_path / "home"))
-    feed, directory = tmp_path / "feed.json", tmp_path / "session"
-    save_demo_session(directory, rounds=0, feed=feed)
+    directory, feed = demo_sessions.copy(tmp_path, rounds=0, name="session")
     publish(feed, "argon2-cffi", ADVISORY_TEXT)
     assert main(["recheck", "--session", str(directory), "--feed", str(feed)]) == 0
     generation = latest_generation(directory)

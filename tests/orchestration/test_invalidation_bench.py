@@ -15,7 +15,9 @@ from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
+# Appended, not put first: bench/ holds mcp.py, session.py and orchestration.py, which would shadow
+# the MCP SDK for every test module imported after this one in the same process.
+sys.path.append(str(Path(__file__).resolve().parents[2] / "bench"))
 
 from invalidation.run import run_bench
 from invalidation.world import BUCKET, Case, WorldPlan, generate

@@ -138,9 +138,16 @@ def test_a_foreign_process_listening_on_the_port_is_not_adopted(impostor: int, t
 
 
 def _port_free(port: int) -> bool:
+    """Nothing holds the port: no process listens on it or is bound to it.
+
+    SO_REUSEADDR lets the probe bind past what the kernel keeps of closed connections (a client of
+    this process still connected when the server died leaves one in FIN_WAIT or TIME_WAIT, more often
+    on a loaded machine), never past a socket that is still bound or listening.
+    """
     import socket
 
     with socket.socket() as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             probe.bind(("127.0.0.1", port))
         except OSError:

@@ -321,7 +321,7 @@ def test_the_receipt_the_recheck_and_the_resume_reference_each_other(loop: Loop)
 def test_the_cli_says_what_ran_what_is_cached_what_waits_and_what_next(loop: Loop) -> None:
     assert f"next: `contextmesh resume --session {loop.directory}` runs hashing, routes, rate_limit" in loop.repair_text
     text = loop.resume_text
-    assert "resume (deployment) round " in text and ": 3 executed, 2 cached, 0 blocked" in text
+    assert "\nROUND " in text and " · 3 executed, 2 cached, 0 blocked\n" in text
     assert f"executed hashing    — repaired onto {DEFAULT_KEYS['bcrypt']}" in text
     assert f"executed routes     — '{GROUND}' was disproved" in text
     assert "cached   schema     — untouched, its previous result stands" in text

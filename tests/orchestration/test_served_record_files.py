@@ -10,14 +10,15 @@ import os
 from pathlib import Path
 
 import pytest
-from session_helpers import build_demo_template, clone, manifest_doc, run_python
+from demo_cache import DemoSessions
+from session_helpers import clone, manifest_doc, run_python
 
 TIMEOUT = 60.0  # seconds; a fixed reader answers in well under one
 
 
 @pytest.fixture(scope="module")
-def template(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
-    return build_demo_template(tmp_path_factory.mktemp("served-hostile"))
+def template(tmp_path_factory: pytest.TempPathFactory, demo_sessions: DemoSessions) -> tuple[Path, Path]:
+    return demo_sessions.copy(tmp_path_factory.mktemp("served-hostile"))
 
 
 def fifo_under_the_execution_companion(directory: Path) -> str:

@@ -21,9 +21,9 @@ import sys
 from pathlib import Path
 
 import pytest
+from demo_cache import DemoSessions
 from session_helpers import (
     QUESTIONS,
-    build_demo_template,
     clone,
     listing,
     load_generation,
@@ -54,8 +54,8 @@ from contextmesh.session.session import Session
 
 
 @pytest.fixture(scope="module")
-def template(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
-    return build_demo_template(tmp_path_factory.mktemp("session"))
+def template(tmp_path_factory: pytest.TempPathFactory, demo_sessions: DemoSessions) -> tuple[Path, Path]:
+    return demo_sessions.copy(tmp_path_factory.mktemp("session"))
 
 
 def opened(template: tuple[Path, Path], tmp_path: Path, *, feed: Path | None = None) -> Session:

@@ -37,7 +37,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from session_helpers import PREAMBLE, build_demo_template, clone, listing, manifest_doc
+from demo_cache import DemoSessions
+from session_helpers import PREAMBLE, clone, listing, manifest_doc
 
 from contextmesh.core.canonical import file_bytes, sha256_hex
 from contextmesh.core.errors import SessionError
@@ -53,8 +54,8 @@ _DAC_CAPABILITIES = (1, 2)  # CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH
 
 
 @pytest.fixture(scope="module")
-def template(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
-    return build_demo_template(tmp_path_factory.mktemp("failures"))
+def template(tmp_path_factory: pytest.TempPathFactory, demo_sessions: DemoSessions) -> tuple[Path, Path]:
+    return demo_sessions.copy(tmp_path_factory.mktemp("failures"))
 
 
 def contents(directory: Path) -> dict[str, bytes | None]:

@@ -6,7 +6,8 @@
   :class:`CommitConflictError` naming both generations, and ``Session.apply`` re-applies its
   mutation on the newer generation.
 * Readers take no lock: a reader loading in a loop while a writer commits 200 generations never
-  fails and sees generations only move forward.
+  fails and sees generations only move forward — a reader that pins the writer's key too, though it
+  also reads the generation before the one it loads, which the sweep takes away as the writer moves on.
 * ``refresh()`` lets a long-lived session see another writer's commit.
 * Checkpoint policies: ``every-ask``, ``on-exit``, ``never``, and lock contention counted with the
   work kept pending.
@@ -26,14 +27,15 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
+from demo_cache import DemoSessions
 from session_helpers import (
     PREAMBLE,
     QUESTIONS,
-    build_demo_template,
     build_tiny_session,
     clone,
     listing,
     load_generation,
+    sign_manifest,
     tiny_registry,
     touch_all,
 )
@@ -41,6 +43,8 @@ from session_helpers import (
 from contextmesh.demo.saved import demo_registry, open_demo_session
 from contextmesh.formats.graph_file import dump_graph
 from contextmesh.formats.resolver_file import dump_resolver
+from contextmesh.formats.signed_note import NoteSigner
+from contextmesh.session import heads as heads_module
 from contextmesh.session import load as load_module
 from contextmesh.session.commit import CommitConflictError
 from contextmesh.session.layout import MANIFEST
@@ -66,12 +70,14 @@ from pathlib import Path
 from session_helpers import tiny_registry
 from contextmesh.session import load as load_module
 from contextmesh.session.load import load_directory
+from contextmesh.formats.signed_note import NoteVerifier
 directory, stop, out = map(Path, sys.argv[1:4])
+pins = [NoteVerifier.from_vkey(text) for text in sys.argv[4:]]  # a verifier key given: a pinning reader
 registry = tiny_registry()
 seen, errors = [], []
 while not stop.exists():
     try:
-        seen.append(load_directory(directory, registry=registry).manifest.generation)
+        seen.append(load_directory(directory, registry=registry, trusted_keys=pins).manifest.generation)
     except Exception as exc:
         errors.append(f"{type(exc).__name__}: {exc}")
 out.write_text(json.dumps({"seen": seen, "errors": errors}))
@@ -115,8 +121,8 @@ def tiny(tmp_path: Path) -> Path:
 
 
 @pytest.fixture(scope="module")
-def demo(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
-    return build_demo_template(tmp_path_factory.mktemp("demo"))
+def demo(tmp_path_factory: pytest.TempPathFactory, demo_sessions: DemoSessions) -> tuple[Path, Path]:
+    return demo_sessions.copy(tmp_path_factory.mktemp("demo"))
 
 
 # -- one writer at a time ---------------------------------------------------------------------------
@@ -227,10 +233,19 @@ def test_apply_gives_up_after_its_retries_when_every_attempt_conflicts(tiny: Pat
 # -- readers ---------------------------------------------------------------------------------------
 
 
-def test_a_reader_loading_in_a_loop_never_fails_while_200_generations_commit(tiny: Path, tmp_path: Path) -> None:
+KEY = NoteSigner.generate("contextmesh.test/concurrency")
+
+
+@pytest.mark.parametrize("pinned", [False, True], ids=["unpinned", "pinning the writer's key"])
+def test_a_reader_loading_in_a_loop_never_fails_while_200_generations_commit(
+    tiny: Path, tmp_path: Path, pinned: bool
+) -> None:
     stop, out = tmp_path / "stop", tmp_path / "reader.json"
+    if pinned:
+        sign_manifest(tiny, KEY)  # generation 1 as a writer holding the key signs it
+    pins = [KEY.verifier().vkey()] if pinned else []
     reader = subprocess.Popen(
-        [sys.executable, "-c", PREAMBLE + READ_LOOP, str(tiny), str(stop), str(out)],
+        [sys.executable, "-c", PREAMBLE + READ_LOOP, str(tiny), str(stop), str(out), *pins],
         stderr=subprocess.PIPE,
         text=True,
     )
@@ -239,7 +254,7 @@ def test_a_reader_loading_in_a_loop_never_fails_while_200_generations_commit(tin
         time.sleep(0.5)  # let the reader start loading before the first commit
         for tick in range(200):
             touch_all(writer, tick)
-            writer.commit()
+            writer.commit(signer=KEY if pinned else None)
             time.sleep(0.01)  # commits are cheap; leave the (slower) reader room to see many of them
     finally:
         stop.write_text("stop")
@@ -277,6 +292,33 @@ def test_a_reader_that_loses_the_race_with_the_sweep_reads_again(
     loaded = load_directory(tiny, registry=registry)
     assert raced
     assert loaded.manifest.generation == 3
+
+
+def test_a_pinning_reader_that_loses_the_previous_manifest_to_the_sweep_reads_again(
+    tiny: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Staged: a reader pinning the key has read generation 2 and its companions; before it reads
+    generation 1's manifest (which S50 checks against), two signed commits land and the sweep takes it."""
+    registry = tiny_registry()
+    writer = Session.load(tiny, registry=registry, policy="never")
+    touch_all(writer, 0)
+    writer.commit(signer=KEY)
+    original = heads_module.read_regular
+    raced: list[str] = []
+
+    def racing_read(directory: Path, name: str, *, limit: int) -> bytes:
+        if name == "session-000001.json" and not raced:
+            raced.append(name)
+            for tick in range(2):
+                touch_all(writer, 1 + tick)
+                writer.commit(signer=KEY)
+            assert not (directory / name).exists()  # swept from under the reader
+        return original(directory, name, limit=limit)
+
+    monkeypatch.setattr(heads_module, "read_regular", racing_read)
+    loaded = load_directory(tiny, registry=registry, trusted_keys=(KEY.verifier(),))
+    assert raced
+    assert loaded.manifest.generation == 4
 
 
 def test_refresh_sees_another_writers_commit_after_refresh_and_not_before(tiny: Path) -> None:

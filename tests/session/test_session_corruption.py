@@ -8,6 +8,9 @@ size, ledger head), so the load gets past the digest check and reaches the check
 Each case names the error class and either the exact ``.path`` (``<file>:<place in it>``; names in
 braces are filled in from the broken directory's manifest) or a fragment of the message, for the
 directory-level refusals that have no file to point at.
+
+The v4 cases (the tree head and the checkpoint) start from the template signed with :data:`KEY` as a
+writer holding it would have; the ``pinned`` ones load as a reader that pins its verifier key.
 """
 
 from __future__ import annotations
@@ -19,26 +22,33 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from demo_cache import DemoSessions
 from execution_helpers import demo_registry as registry_without
 from session_helpers import (
-    build_demo_template,
     clone,
     edit_manifest,
     listing,
     manifest_doc,
     reseal_doc,
     reseal_ledger,
+    sign_manifest,
 )
 
 from contextmesh.core.canonical import file_bytes, loads
 from contextmesh.core.errors import ContextMeshError, InputError, SessionError
 from contextmesh.demo.auth import DEFAULT_KEYS
+from contextmesh.formats.merkle import TreeHead
+from contextmesh.formats.signed_note import NoteSigner
 from contextmesh.knowledge.text import normalize
+from contextmesh.session.heads import sign_head
 from contextmesh.session.layout import COMPANIONS, manifest_name
 from contextmesh.session.load import SessionFileError, load_directory
 
 MANIFEST = manifest_name(1)
 Corrupt = Callable[[Path, Path], Any]  # (session directory, a scratch directory outside it)
+KEY = NoteSigner.generate("contextmesh.test/deploy")
+FORGER = NoteSigner.generate("contextmesh.test/deploy")  # the deployment's key name, another key
+OTHER_SESSION = "2ff00f21-ef01-45ee-873a-75371bcbba39"
 
 
 @dataclass(frozen=True)
@@ -53,6 +63,7 @@ class Case:
     file: str | None = None  # without an exact path: the file the path must start with
     registry: str = "demo"  # "demo", "none" or "without:<key>"
     marks: tuple[Any, ...] = field(default=())
+    pinned: bool = False  # load as a reader that pins KEY
 
 
 # -- corruptions ------------------------------------------------------------------------------------
@@ -183,6 +194,89 @@ def ledger_entry(index: int, name: str, value: Any, *, rechain: bool = True) -> 
     return corrupt
 
 
+def signed(*corruptions: Corrupt) -> Corrupt:
+    """The template signed with KEY (as its writer would have), then broken by each corruption in turn."""
+
+    def corrupt(directory: Path, outside: Path) -> None:
+        sign_manifest(directory, KEY)
+        for each in corruptions:
+            each(directory, outside)
+
+    return corrupt
+
+
+def set_tree(name: str, value: Any) -> Corrupt:
+    def corrupt(directory: Path, _: Path) -> None:
+        edit_manifest(directory, lambda doc: doc["ledger_tree"].__setitem__(name, value))
+
+    return corrupt
+
+
+def shift_tree(size: int = 0, root_byte: int | None = None) -> Corrupt:
+    """Move the recorded head: its size by ``size``, or one bit of its root's byte ``root_byte``."""
+
+    def corrupt(directory: Path, _: Path) -> None:
+        def edit(doc: dict[str, Any]) -> None:
+            tree = doc["ledger_tree"]
+            tree["size"] += size
+            if root_byte is not None:
+                root = bytearray.fromhex(tree["root"])
+                root[root_byte] ^= 0x01
+                tree["root"] = root.hex()
+
+        edit_manifest(directory, edit)
+
+    return corrupt
+
+
+def checkpoint_of(*, session_id: str | None = None, size: int = 0, flip: bool = False) -> Corrupt:
+    """A checkpoint genuinely signed by KEY, of another session's origin, size or root."""
+
+    def corrupt(directory: Path, _: Path) -> None:
+        def edit(doc: dict[str, Any]) -> None:
+            root = bytearray.fromhex(doc["ledger_tree"]["root"])
+            if flip:
+                root[0] ^= 0x01
+            head = TreeHead(doc["ledger_tree"]["size"] + size, bytes(root))
+            doc["checkpoint"] = sign_head(session_id or doc["session_id"], head, KEY)
+
+        edit_manifest(directory, edit)
+
+    return corrupt
+
+
+def rewrite_history(signer: NoteSigner) -> Corrupt:
+    """Every entry rewritten and re-chained, the heads and tree re-sealed, re-signed by ``signer``."""
+
+    def corrupt(directory: Path, _: Path) -> None:
+        def rewrite(entries: list[dict[str, Any]]) -> None:
+            for entry in entries:
+                entry["detail"] = f"rewritten: {entry['detail']}"
+
+        reseal_ledger(directory, rewrite, signer=signer)
+
+    return corrupt
+
+
+def flip_signature(directory: Path, _: Path) -> None:
+    def edit(doc: dict[str, Any]) -> None:
+        lines = doc["checkpoint"].split("\n")
+        name, signature = lines[4][2:].split(" ")
+        middle = "B" if signature[30] == "A" else "A"
+        lines[4] = f"— {name} {signature[:30]}{middle}{signature[31:]}"
+        doc["checkpoint"] = "\n".join(lines)
+
+    edit_manifest(directory, edit)
+
+
+def as_v3(directory: Path, _: Path) -> None:
+    def edit(doc: dict[str, Any]) -> None:
+        doc["version"] = 3
+        del doc["ledger_tree"], doc["checkpoint"]
+
+    edit_manifest(directory, edit)
+
+
 def empty_directory(directory: Path, _: Path) -> None:
     shutil.rmtree(directory)
     directory.mkdir()
@@ -218,7 +312,13 @@ CASES = [
     Case("wrong schema", set_field("schema", "contextmesh.graph"), SessionFileError, M + "schema"),
     Case("original v1 manifest", set_field("version", 1), SessionFileError, M + "version", "original ContextMesh"),
     Case("original v2 manifest", set_field("version", 2), SessionFileError, M + "version", "original ContextMesh"),
-    Case("future v4 manifest", set_field("version", 4), SessionFileError, M + "version", "reads only v3"),
+    Case(
+        "future v5 manifest",
+        set_field("version", 5),
+        SessionFileError,
+        M + "version",
+        "reads contextmesh.session v3 and v4",
+    ),
     Case("missing field", drop_field("rounds"), SessionFileError, M + "rounds", "is required"),
     Case("unknown field", set_field("comment", "hello"), SessionFileError, M + "comment", "unknown field"),
     Case("rounds as text", set_field("rounds", "1"), SessionFileError, M + "rounds"),
@@ -392,6 +492,89 @@ CASES = [
         "{runledger}:entries[2].digest",
         "edited after it was written",
     ),
+    # v4: the tree head and the checkpoint, as the manifest holds them (S41, S42)
+    Case("v4 fields in a v3 manifest", set_field("version", 3), SessionFileError, M + "checkpoint", "unknown"),
+    Case("tree head dropped", drop_field("ledger_tree"), SessionFileError, M + "ledger_tree", "is required"),
+    Case("tree head null, ledger present", set_field("ledger_tree", None), SessionFileError, M + "execution"),
+    Case("tree head a list", set_field("ledger_tree", [11, "ab"]), SessionFileError, M + "ledger_tree"),
+    Case(
+        "tree head without root",
+        lambda d, _: edit_manifest(d, lambda doc: doc["ledger_tree"].pop("root")),
+        SessionFileError,
+        M + "ledger_tree.root",
+        "is required",
+    ),
+    Case("tree head with a depth", set_tree("depth", 4), SessionFileError, M + "ledger_tree.depth", "unknown"),
+    Case("tree size negative", set_tree("size", -1), SessionFileError, M + "ledger_tree.size"),
+    Case("tree size as text", set_tree("size", "11"), SessionFileError, M + "ledger_tree.size"),
+    Case("tree root in capitals", set_tree("root", "AB" * 32), SessionFileError, M + "ledger_tree.root"),
+    Case("checkpoint a number", set_field("checkpoint", 7), SessionFileError, M + "checkpoint"),
+    # v4: the tree head and the checkpoint against the ledger (S43-S47)
+    Case("tree size off by one", shift_tree(size=1), SessionFileError, M + "ledger_tree.size"),
+    Case("tampered root", shift_tree(root_byte=31), SessionFileError, M + "ledger_tree.root", "not this ledger's"),
+    Case("checkpoint not a signed note", set_field("checkpoint", "hello\n"), SessionFileError, M + "checkpoint"),
+    Case(
+        "checkpoint for another session id",
+        signed(checkpoint_of(session_id=OTHER_SESSION)),
+        SessionFileError,
+        M + "checkpoint.line[0]",
+        "the checkpoint's origin is",
+    ),
+    Case("checkpoint of another size", signed(checkpoint_of(size=1)), SessionFileError, M + "checkpoint.line[1]"),
+    Case("checkpoint of another root", signed(checkpoint_of(flip=True)), SessionFileError, M + "checkpoint.line[2]"),
+    Case(
+        "tampered root under a checkpoint of it",
+        signed(shift_tree(root_byte=0)),
+        SessionFileError,
+        M + "ledger_tree.root",
+    ),
+    # v4: a reader that pins the deployment's key (S48, S49)
+    Case(
+        "dropped checkpoint",
+        signed(set_field("checkpoint", None)),
+        SessionFileError,
+        M + "checkpoint",
+        "unsigned",
+        pinned=True,
+    ),
+    Case(
+        "a v3 manifest to a pinning reader",
+        as_v3,
+        SessionFileError,
+        M + "version",
+        "records no checkpoint",
+        pinned=True,
+    ),
+    Case(
+        "consistent rewrite re-signed by another key",
+        signed(rewrite_history(FORGER)),
+        SessionFileError,
+        M + "checkpoint",
+        "trusted only when a pinned key signed it",
+        pinned=True,
+    ),
+    Case(
+        "checkpoint re-signed by another key",
+        lambda d, _: sign_manifest(d, FORGER),
+        SessionFileError,
+        M + "checkpoint",
+        pinned=True,
+    ),
+    Case(
+        "signature with a flipped bit",
+        signed(flip_signature),
+        SessionFileError,
+        M + "checkpoint.line[4]",
+        "does not verify",
+        pinned=True,
+    ),
+    Case(
+        "checkpoint for another session id, pinned",
+        signed(checkpoint_of(session_id=OTHER_SESSION)),
+        SessionFileError,
+        M + "checkpoint.line[0]",
+        pinned=True,
+    ),
     # the directory itself
     Case("empty directory", empty_directory, SessionError, fragment="holds no session manifest"),
     Case("directory missing", missing_directory, SessionError, fragment="is not a session directory"),
@@ -400,8 +583,8 @@ CASES = [
 
 
 @pytest.fixture(scope="module")
-def template(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
-    return build_demo_template(tmp_path_factory.mktemp("corruption"))
+def template(tmp_path_factory: pytest.TempPathFactory, demo_sessions: DemoSessions) -> tuple[Path, Path]:
+    return demo_sessions.copy(tmp_path_factory.mktemp("corruption"))
 
 
 def names(directory: Path) -> dict[str, str]:
@@ -440,8 +623,9 @@ def test_a_broken_session_directory_is_refused_saying_where(
     else:
         registry = registry_without(feed)
 
+    pins = (KEY.verifier(),) if case.pinned else ()
     with pytest.raises(ContextMeshError) as refused:
-        load_directory(directory, registry=registry)
+        load_directory(directory, registry=registry, trusted_keys=pins)
     error = refused.value
     assert isinstance(error, case.error), f"{type(error).__name__}: {error}"
     if case.path is not None:
@@ -475,6 +659,31 @@ def test_a_wholly_resealed_ledger_is_accepted_because_the_head_is_not_authentica
     loaded = load_directory(directory, registry=registry_without(feed))
     assert loaded.ledger is not None
     assert loaded.ledger.entries[2].detail == "a plausible rewritten history"
+
+
+def test_the_signed_template_loads_for_a_reader_that_pins_its_key_and_a_v3_copy_without_pins(
+    template: tuple[Path, Path], tmp_path: Path
+) -> None:
+    source, feed = template
+    directory = clone(source, tmp_path / "session")
+    signed()(directory, tmp_path)
+    loaded = load_directory(directory, registry=registry_without(feed), trusted_keys=(KEY.verifier(),))
+    assert loaded.manifest.checkpoint is not None and loaded.manifest.ledger_tree is not None
+    as_v3(directory, tmp_path)
+    assert load_directory(directory, registry=registry_without(feed)).manifest.version == 3
+
+
+def test_a_wholly_resealed_and_re_signed_ledger_is_refused_by_a_reader_that_pins_the_key(
+    template: tuple[Path, Path], tmp_path: Path
+) -> None:
+    """The counterpart of the test above: the checkpoint is authentication, for a reader that pins the key."""
+    source, feed = template
+    directory = clone(source, tmp_path / "session")
+    signed(rewrite_history(FORGER))(directory, tmp_path)
+    assert load_directory(directory, registry=registry_without(feed)).ledger is not None
+    with pytest.raises(SessionFileError) as refused:
+        load_directory(directory, registry=registry_without(feed), trusted_keys=(KEY.verifier(),))
+    assert refused.value.path == f"{MANIFEST}:checkpoint"
 
 
 def test_the_template_itself_loads(template: tuple[Path, Path]) -> None:

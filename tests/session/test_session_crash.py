@@ -6,7 +6,9 @@ Two kinds of kill:
   at that step. For every step a commit passes (all five companions changed: a question asked and
   a recheck run), the directory afterwards loads the old generation when the kill came before
   ``manifest-published`` and exactly the new one from there on — never a mix; what was committed
-  earlier is still there; the previous generation stays whole; and the lock is free.
+  earlier is still there; the previous generation stays whole; and the lock is free. The commits
+  are signed (the deployment's key in ``$CONTEXTMESH_LEDGER_KEY``), and every load is a reader that
+  pins its verifier key: whichever generation survives is signed, and its tree extends the one before.
 * **200 random kills.** A process commits in a loop while ``CONTEXTMESH_TRACE_STEPS`` records each
   step; the test SIGKILLs it a seeded-random 0–30 ms after its first ``save-started`` and checks the
   directory. The histogram of the last step reached must cover every step.
@@ -48,27 +50,33 @@ from pathlib import Path
 from typing import IO, Any
 
 import pytest
+from demo_cache import DemoSessions
 from session_helpers import (
     COMMIT_STEPS,
     PREAMBLE,
     QUESTIONS,
-    build_demo_template,
     build_tiny_session,
     clone,
     fast_scratch,
     listing,
     load_generation,
     run_python,
+    sign_manifest,
     tiny_registry,
 )
 
 from contextmesh.demo.saved import demo_registry, open_demo_session
+from contextmesh.formats.proofs import ledger_tree
+from contextmesh.formats.signed_note import NoteSigner
 from contextmesh.session.commit import CRASH_ENV, TRACE_ENV
+from contextmesh.session.heads import KEY_VARIABLE
 from contextmesh.session.layout import MANIFEST, POINTER_NAME
 from contextmesh.session.load import Loaded, load_directory
 from contextmesh.session.session import Session
 
 PUBLISHED_AT = COMMIT_STEPS.index("manifest-published")
+KEY = NoteSigner.generate("contextmesh.test/crash")
+PINNED = (KEY.verifier(),)
 
 # Opens the session, asks a question and rechecks the plan (all five companions change), records the
 # digests the commit is about to write, then commits.
@@ -98,14 +106,14 @@ class Committed:
 
 
 @pytest.fixture(scope="module")
-def committed(tmp_path_factory: pytest.TempPathFactory) -> Committed:
+def committed(tmp_path_factory: pytest.TempPathFactory, demo_sessions: DemoSessions) -> Committed:
     root = tmp_path_factory.mktemp("crash")
-    template, feed = build_demo_template(root)
+    template, feed = demo_sessions.copy(root)
     session = open_demo_session(template, feed=feed, policy="never")
     session.ask(QUESTIONS[0])
-    session.commit()
+    session.commit(signer=KEY)
     assert session.generation == 2
-    return Committed(template, feed, load_directory(template, registry=demo_registry(feed)))
+    return Committed(template, feed, load_directory(template, registry=demo_registry(feed), trusted_keys=PINNED))
 
 
 @dataclass(frozen=True)
@@ -128,6 +136,7 @@ def crashed(committed: Committed, tmp_path_factory: pytest.TempPathFactory) -> d
         directory = clone(committed.directory, where / "session")
         expected, trace = where / "expected.json", where / "trace"
         env = {CRASH_ENV: step} if step else {TRACE_ENV: str(trace)}
+        env[KEY_VARIABLE] = KEY.skey()  # the deployment's key: the commit signs its head
         proc = run_python(
             CRASH_SCRIPT, str(directory), str(committed.feed), str(expected), QUESTIONS[3], env=env, timeout=180
         )
@@ -163,7 +172,9 @@ def test_a_kill_at_any_step_leaves_one_whole_generation(
     assert "committed" not in run.proc.stdout
 
     registry = demo_registry(committed.feed)
-    loaded = load_directory(directory, registry=registry)  # whole: every digest and cross-check holds
+    # Whole: every digest and cross-check holds, the generation is signed and extends its predecessor.
+    loaded = load_directory(directory, registry=registry, trusted_keys=PINNED)
+    assert loaded.ledger is not None and loaded.manifest.ledger_tree == ledger_tree(loaded.ledger).head()
     if COMMIT_STEPS.index(step) >= PUBLISHED_AT:
         assert loaded.manifest.generation == 3
         assert {kind: c.sha256 for kind, c in loaded.manifest.companions().items()} == run.digests
@@ -176,10 +187,10 @@ def test_a_kill_at_any_step_leaves_one_whole_generation(
     assert_keeps_earlier(loaded, committed.loaded)
 
     # The lock died with its holder: a new writer commits at once, and its sweep clears the debris.
-    session = Session.load(directory, registry=registry, policy="never")
+    session = Session.load(directory, registry=registry, policy="never", trusted_keys=PINNED)
     session.ask(QUESTIONS[4])
-    assert session.commit(lock_wait=0.0) == loaded.manifest.generation + 1
-    after = load_directory(directory, registry=registry)
+    assert session.commit(lock_wait=0.0, signer=KEY) == loaded.manifest.generation + 1
+    after = load_directory(directory, registry=registry, trusted_keys=PINNED)
     assert_keeps_earlier(after, loaded)
     names = listing(directory)
     assert not [n for n in names if n.startswith(".tmp-")]
@@ -199,11 +210,13 @@ ZYGOTE = """
 import json, os, time, traceback
 from pathlib import Path
 from session_helpers import commit_variants, precompute_variants, tiny_registry
+from contextmesh.formats.signed_note import load_signer
 from contextmesh.session.commit import TRACE_ENV
 from contextmesh.session.session import Session
 
 directory = Path(sys.argv[1])
 registry = tiny_registry()
+signer = load_signer()  # the deployment's key, from $CONTEXTMESH_LEDGER_KEY
 
 def reply(value):
     sys.stdout.write(json.dumps(value) + "\\n")
@@ -220,13 +233,16 @@ for line in sys.stdin:
             if pid == 0:
                 try:
                     os.environ[TRACE_ENV] = command["trace"]
-                    commit_variants(session, variants)
+                    commit_variants(session, variants, signer=signer)
                     time.sleep(120)  # out of work: wait for the kill
                 except BaseException:
                     traceback.print_exc()
                 finally:
                     os._exit(3)
-            reply({"pid": pid, "generation": start[0], "head": start[1], "heads": [h for _, h in variants]})
+            reply({
+                "pid": pid, "generation": start[0], "head": start[1],
+                "heads": [v.head for v in variants], "roots": [v.seal.head.root_hex for v in variants],
+            })
         elif command["cmd"] == "reap":
             _, status = os.waitpid(command["pid"], 0)
             reply({"signal": os.WTERMSIG(status) if os.WIFSIGNALED(status) else None, "status": status})
@@ -253,6 +269,7 @@ class Zygote:
             stdout=subprocess.PIPE,
             stderr=log,
             text=True,
+            env={**os.environ, KEY_VARIABLE: KEY.skey()},
         )
 
     def ask(self, **command: Any) -> dict[str, Any]:
@@ -308,6 +325,7 @@ def test_200_random_kills_always_leave_one_whole_generation(zygote_dir: Path, tm
                             (directory / name).unlink()
                         directory.rmdir()
                     build_tiny_session(directory)
+                    sign_manifest(directory, KEY)  # generation 1 as a writer holding the key would have signed it
                     earlier = None
                 trace = zygote_dir / f"trace-{kills}"
                 spawned = zygote.ask(cmd="spawn", trace=str(trace), commits=16)
@@ -321,7 +339,7 @@ def test_200_random_kills_always_leave_one_whole_generation(zygote_dir: Path, tm
                 steps = trace.read_text().split()
                 trace.unlink()
                 histogram[steps[-1]] += 1
-                loaded = load_directory(directory, registry=registry)
+                loaded = load_directory(directory, registry=registry, trusted_keys=PINNED)
                 published = steps.count("manifest-published")
                 moved = loaded.manifest.generation - spawned["generation"]
                 # New exactly when the kill came at or after publication (the link precedes its step mark).
@@ -331,6 +349,10 @@ def test_200_random_kills_always_leave_one_whole_generation(zygote_dir: Path, tm
                 )
                 expected_head = spawned["head"] if moved == 0 else spawned["heads"][moved - 1]
                 assert loaded.manifest.ledger_head == expected_head
+                assert loaded.manifest.ledger_tree is not None and loaded.ledger is not None
+                assert loaded.manifest.ledger_tree == ledger_tree(loaded.ledger).head()
+                if moved:
+                    assert loaded.manifest.ledger_tree.root_hex == spawned["roots"][moved - 1]
                 if earlier is not None:
                     assert_keeps_earlier(loaded, earlier)
                 earlier = loaded

@@ -15,7 +15,9 @@ session saved as generation 1, one thing broken, the refusal it must get):
   ``RecursionError``, and a graph at exactly the limit loads and commits back.
 
 Then the writer lock (``session.lock`` as a hard link to a file elsewhere must leave that file
-byte-for-byte untouched), the served-record readers, and ``session verify`` end to end.
+byte-for-byte untouched), the served-record readers, ``session verify`` end to end, and the one file
+only a reader that pins keys opens: the previous generation's manifest (a fifo, a socket or a symlink
+under its name refused without blocking, naming it).
 """
 
 from __future__ import annotations
@@ -33,8 +35,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from demo_cache import DemoSessions
 from session_helpers import (
-    build_demo_template,
     clone,
     listing,
     manifest_doc,
@@ -47,6 +49,7 @@ from contextmesh.core.canonical import MAX_SAFE_INTEGER, file_bytes, loads
 from contextmesh.core.errors import ContextMeshError, SessionError
 from contextmesh.demo.saved import demo_registry
 from contextmesh.execution import snapshot
+from contextmesh.formats.signed_note import NoteSigner
 from contextmesh.session.layout import COMPANIONS, LOCK_NAME, manifest_name
 from contextmesh.session.load import SessionFileError, load_directory
 from contextmesh.session.session import Session
@@ -61,8 +64,8 @@ Plant = Callable[[Path, Path], Any]  # (session directory, a scratch directory o
 
 
 @pytest.fixture(scope="module")
-def template(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
-    return build_demo_template(tmp_path_factory.mktemp("hostile"))
+def template(tmp_path_factory: pytest.TempPathFactory, demo_sessions: DemoSessions) -> tuple[Path, Path]:
+    return demo_sessions.copy(tmp_path_factory.mktemp("hostile"))
 
 
 def names(directory: Path) -> dict[str, str]:
@@ -83,8 +86,10 @@ resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))  # a runaway allocati
 from contextmesh.demo.saved import demo_registry
 from contextmesh.core.errors import ContextMeshError
 from contextmesh.session.load import load_directory
+from contextmesh.formats.signed_note import NoteVerifier
+pins = [NoteVerifier.from_vkey(text) for text in sys.argv[3:]]
 try:
-    loaded = load_directory(Path(sys.argv[1]), registry=demo_registry(Path(sys.argv[2])))
+    loaded = load_directory(Path(sys.argv[1]), registry=demo_registry(Path(sys.argv[2])), trusted_keys=pins)
 except ContextMeshError as exc:
     print(json.dumps({"error": type(exc).__name__, "path": getattr(exc, "path", None), "message": str(exc)}))
 else:
@@ -93,9 +98,10 @@ else:
 """
 
 
-def load_elsewhere(directory: Path, feed: Path) -> dict[str, Any]:
-    """Load ``directory`` in a fresh interpreter; its outcome as data (a timeout raises, failing the test)."""
-    done = run_python(_LOAD, str(directory), str(feed), timeout=TIMEOUT)
+def load_elsewhere(directory: Path, feed: Path, *pins: str) -> dict[str, Any]:
+    """Load ``directory`` in a fresh interpreter (pinning the verifier keys ``pins``); its outcome as data
+    (a timeout raises, failing the test)."""
+    done = run_python(_LOAD, str(directory), str(feed), *pins, timeout=TIMEOUT)
     assert done.returncode == 0, done.stderr
     assert "Traceback" not in done.stderr, done.stderr
     result: dict[str, Any] = json.loads(done.stdout)
@@ -417,3 +423,55 @@ def test_a_lock_left_by_a_dead_writer_is_reused(template: tuple[Path, Path], tmp
     lock.write_bytes(b"pid 4242 on some-host\n")  # a holder killed mid-commit leaves its line
     assert session.commit() == 2
     assert lock.read_bytes() == b""
+
+
+# -- the previous manifest, which only a reader that pins keys opens -------------------------------
+
+
+def _signed_second_generation(template: tuple[Path, Path], directory: Path) -> NoteSigner:
+    from contextmesh.demo.saved import open_demo_session
+
+    source, feed = template
+    clone(source, directory)
+    key = NoteSigner.generate("contextmesh.test/hostile")
+    session = open_demo_session(directory, feed=feed, policy="never")
+    session.ask("What made the sharding rule wrong?")
+    session.commit(signer=key)
+    return key
+
+
+def _previous_as_fifo(previous: Path, _: Path) -> None:
+    previous.unlink()
+    os.mkfifo(previous)
+
+
+def _previous_as_socket(previous: Path, _: Path) -> None:
+    previous.unlink()
+    with chdir(previous.parent), socket.socket(socket.AF_UNIX) as server:
+        server.bind(previous.name)
+
+
+def _previous_as_symlink(previous: Path, outside: Path) -> None:
+    copy = outside / "previous-copy.json"
+    copy.write_bytes(previous.read_bytes())  # a byte-exact copy: only where it lives is wrong
+    previous.unlink()
+    previous.symlink_to(copy)
+
+
+@pytest.mark.parametrize(
+    ("plant", "found"),
+    [(_previous_as_fifo, "a fifo"), (_previous_as_socket, "not a regular file"), (_previous_as_symlink, "a symlink")],
+    ids=["fifo", "socket", "symlink"],
+)
+def test_a_pinning_reader_refuses_a_previous_manifest_that_is_not_a_file_without_blocking(
+    plant: Plant, found: str, template: tuple[Path, Path], tmp_path: Path
+) -> None:
+    directory = tmp_path / "session"
+    key = _signed_second_generation(template, directory)
+    plant(directory / manifest_name(1), tmp_path)
+    _, feed = template
+    assert load_elsewhere(directory, feed)["generation"] == 2  # a reader without pins never opens it
+    outcome = load_elsewhere(directory, feed, key.verifier().vkey())
+    assert outcome.get("error") == "SessionFileError", outcome
+    assert outcome["path"] == manifest_name(1)
+    assert found in outcome["message"]

@@ -11,7 +11,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from session_helpers import TINY_KEY, build_demo_template, build_tiny_session, clone, reseal_doc, tiny_registry
+from demo_cache import DemoSessions
+from session_helpers import TINY_KEY, build_tiny_session, clone, reseal_doc, tiny_registry
 
 from contextmesh.core.errors import SessionError
 from contextmesh.core.graph import ContextGraph
@@ -27,9 +28,9 @@ from contextmesh.session.session import Session
 
 
 @pytest.fixture(scope="module")
-def template(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+def template(tmp_path_factory: pytest.TempPathFactory, demo_sessions: DemoSessions) -> tuple[Path, Path]:
     """The demo saved once (plan round 1 run, every ground audited); copied per test."""
-    return build_demo_template(tmp_path_factory.mktemp("readonly"))
+    return demo_sessions.copy(tmp_path_factory.mktemp("readonly"))
 
 
 def _state(directory: Path) -> dict[str, tuple[bytes, int]]:

@@ -15,8 +15,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from demo_cache import DemoSessions
 from execution_helpers import demo_registry
-from session_helpers import build_demo_template, clone, manifest_doc, reseal_ledger
+from session_helpers import clone, manifest_doc, reseal_ledger
 
 from contextmesh.core.canonical import digest, loads
 from contextmesh.core.errors import SessionError
@@ -28,9 +29,9 @@ Receipt = dict[str, Any]
 
 
 @pytest.fixture(scope="module")
-def walked(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+def walked(tmp_path_factory: pytest.TempPathFactory, demo_sessions: DemoSessions) -> tuple[Path, Path]:
     root = tmp_path_factory.mktemp("receipts")
-    template, feed = build_demo_template(root)
+    template, feed = demo_sessions.copy(root)
     directory = clone(template, root / "walked")
     session = open_demo_session(directory, feed=feed, policy="never")
     run_session_walkthrough(session, feed=feed)
