@@ -269,7 +269,7 @@ async def test_recheck_and_resume_return_a_handle_at_once_and_mesh_flow_run_read
             assert get(api, f"/flow_runs/{run['id']}")["id"] == run["id"]
 
             done = await followed(client, run["id"])
-            assert done["kind"] == "recheck" and done["flow_run"]["state"] == "Completed" and done["resume"] is None
+            assert done["kind"] == "recheck" and done["flow_run"]["state"] == "Disproved" and done["resume"] is None
             recheck = done["recheck"]
             (invalidation,) = recheck["invalidations"]
             assert invalidation["evidence_id"] == stored["evidence_id"] and recheck["stale"] == STALE
