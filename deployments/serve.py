@@ -137,8 +137,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             interval=timedelta(seconds=args.interval),
             parameters={**base, "resume_deployment": PLAN if args.trigger == "run-deployment" else ""},
             tags=tags,
-            # A recheck that comes due while one runs is cancelled, not queued: a backlog of rechecks
+            # A recheck that comes due while one runs is turned away, not queued: a backlog of rechecks
             # would only audit the same facts again, and would hold up repairs and resumes behind it.
+            # The server cancels it; the recheck that ran relabels it Skipped (ADR 0016).
             concurrency_limit=ConcurrencyLimitConfig(limit=1, collision_strategy=ConcurrencyLimitStrategy.CANCEL_NEW),
         ),
         repair.to_deployment(name="repair", parameters=base, tags=tags),
@@ -153,7 +154,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     served.remember(record)
     _say(f"serving session {session_id} ({session_dir}) on {api_url}; recheck every {args.interval:g} s")
     try:
-        serve(*deployments, limit=args.limit, print_starting_message=False)
+        # prefetch_seconds=0: the runner proposes Pending when it fetches a run, and the recheck limit
+        # is checked then, so a recheck fetched 10 s early (Prefect's default) was turned away while
+        # the slot would have been free by its due time (ADR 0016). On-demand runs are due at once.
+        serve(*deployments, limit=args.limit, print_starting_message=False, prefetch_seconds=0)
     finally:
         served.forget(session_id, pid=os.getpid())
         if args.trigger == "automation":

@@ -9,12 +9,13 @@ from __future__ import annotations
 from typing import Any
 
 from prefect import flow
+from prefect.client.schemas.objects import State
 
 from contextmesh.orchestration.flow_bodies import Mode, plan_flow_options, run_plan_round
 from registry import build_registry
 
 
 @flow(**plan_flow_options())
-def plan(session_dir: str, mode: Mode = "run", feed: str | None = None) -> dict[str, Any]:
+def plan(session_dir: str, mode: Mode = "run", feed: str | None = None) -> State[Any]:
     """Run (every ready task) or resume (only stale and pending work) one round of the session's plan."""
     return run_plan_round(session_dir, mode, build_registry(feed))

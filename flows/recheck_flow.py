@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from prefect import flow
+from prefect.client.schemas.objects import State
 
 from contextmesh.orchestration.flow_bodies import recheck_flow_options, run_recheck
 from contextmesh.orchestration.resume import ResumeTrigger
@@ -19,7 +20,7 @@ PLAN_DEPLOYMENT = "contextmesh-plan/plan"
 
 
 @flow(**recheck_flow_options())
-def recheck(session_dir: str, feed: str | None = None, resume_deployment: str = PLAN_DEPLOYMENT) -> dict[str, Any]:
+def recheck(session_dir: str, feed: str | None = None, resume_deployment: str = PLAN_DEPLOYMENT) -> State[Any]:
     """Run every standing auditor of the session's plan; on a disproof, commit, announce, resume."""
     trigger = ResumeTrigger(resume_deployment, {"feed": feed} if feed else {}) if resume_deployment else None
     return run_recheck(session_dir, build_registry(feed), resume=trigger)

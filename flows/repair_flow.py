@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from prefect import flow
+from prefect.client.schemas.objects import State
 
 from contextmesh.orchestration.flow_bodies import repair_flow_options, run_repair
 from registry import build_registry
@@ -18,6 +19,6 @@ from registry import build_registry
 @flow(**repair_flow_options())
 def repair(
     session_dir: str, task: str, assumes: str, worker_key: str | None = None, feed: str | None = None
-) -> dict[str, Any]:
+) -> State[Any]:
     """Repair ``task`` onto the assumption ``assumes`` (and the registered ``worker_key``)."""
     return run_repair(session_dir, build_registry(feed), task=task, worker_key=worker_key, assumes=assumes)

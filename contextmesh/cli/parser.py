@@ -65,7 +65,17 @@ _ARGUMENT = re.compile(r"argument ([^:]+): ")
 
 
 class CliParser(argparse.ArgumentParser):
-    """An argparse parser whose errors are raised as :class:`UsageError` instead of printed with usage."""
+    """An argparse parser whose errors are raised as :class:`UsageError` instead of printed with usage.
+
+    A parser given a ``lazy_epilog`` callable builds its epilog only when its help is printed (the
+    registered keys ``repair --help`` lists cost an import no other command should pay).
+    """
+
+    def format_help(self) -> str:
+        lazy = getattr(self, "lazy_epilog", None)
+        if callable(lazy):
+            self.epilog = lazy()
+        return super().format_help()
 
     def error(self, message: str) -> NoReturn:
         named = _ARGUMENT.match(message)
@@ -107,11 +117,15 @@ def project_option(sub: argparse.ArgumentParser) -> None:
     )
 
 
-def _common(sub: argparse.ArgumentParser, *, rounds: int, with_session: str = "not with --session, its own") -> None:
+def _common(
+    sub: argparse.ArgumentParser,
+    *,
+    rounds: int,
+    with_session: str = "not with --session, its own",
+    session_help: str = "the session to work on (default: the project's own)",
+) -> None:
     project_option(sub)
-    sub.add_argument(
-        "--session", type=SESSION_DIR, metavar="DIR", help="the session to work on (default: the project's own)"
-    )
+    sub.add_argument("--session", type=SESSION_DIR, metavar="DIR", help=session_help)
     sub.add_argument("--feed", type=FEED, help=argparse.SUPPRESS)  # the demo auditor's feed, with --session
     sub.add_argument(
         "--rounds",
@@ -139,10 +153,16 @@ def _reading_commands(commands: Commands) -> argparse.ArgumentParser:
     invalidate.add_argument("--dry-run", action="store_true", help="report what would fall; change nothing")
     _common(invalidate, rounds=8)
     invalidate.set_defaults(handler=reads.invalidate)
-    exp = commands.add_parser("export", help="write the dashboard's payload (and, with --inline, its page)")
+    exported = "write the dashboard's payload (and, with --inline, its page); commits nothing to a session"
+    exp = commands.add_parser("export", help=exported, description=exported)
     exp.add_argument("--out", type=OUT_DIR, default="dashboard", metavar="DIR", help="the dashboard directory")
     exp.add_argument("--inline", action="store_true", help="embed the payload so index.html opens from file://")
-    _common(exp, rounds=8, with_session="with --session, asked in memory only")
+    _common(
+        exp,
+        rounds=8,
+        with_session="with --session, asked in memory only",
+        session_help="the session to read (default: the project's own; read only: export never commits to it)",
+    )
     exp.set_defaults(handler=reads.export)
     session = commands.add_parser("session", help="save, show or verify a session directory")
     actions = session.add_subparsers(dest="session_command", required=True, metavar="ACTION", parser_class=CliParser)
@@ -162,6 +182,31 @@ def _reading_commands(commands: Commands) -> argparse.ArgumentParser:
     for sub in (save, show, verify):
         sub.add_argument("--feed", type=FEED, help="the demo advisory feed (default under $CONTEXTMESH_HOME)")
     return demo
+
+
+def _repair_epilog() -> str:
+    """The bundled demo registry's worker keys and an example built from them — never a key typed here."""
+    from pathlib import Path  # noqa: PLC0415
+
+    from contextmesh.demo.auth import DEFAULT_KEYS  # noqa: PLC0415 - only when repair's help is printed
+    from contextmesh.demo.saved import demo_registry  # noqa: PLC0415
+
+    workers = demo_registry(Path("feed.json")).describe()["workers"]  # the feed is read only when auditing
+    replacement = DEFAULT_KEYS["bcrypt"]  # the key the demo's walkthrough repairs hashing onto
+    example = replacement if replacement in workers else workers[0]
+    return "\n".join(
+        [
+            "worker keys the bundled demo's registry holds:",
+            *(f"  {key}" for key in workers),
+            f"(a project's keys are those its {PROJECT_FILE} [project] registry registers; a served session",
+            " resolves keys in the registry of the deployments serving it)",
+            "",
+            "example:",
+            f"  contextmesh repair hashing --worker-key {example} \\",
+            "      --assumes 'bcrypt has no open advisory' --session DIR",
+            "  contextmesh resume --session DIR     # runs the repaired task and what needs it",
+        ]
+    )
 
 
 def _where_it_runs(sub: argparse.ArgumentParser, *, dispatches: bool = True) -> None:
@@ -217,16 +262,28 @@ def _ingesting(commands: Commands) -> None:
 
 def _dispatching(commands: Commands) -> None:
     served_help = "dispatched to the deployments serving the session, else one flow run here (--local: in-process)"
-    run = commands.add_parser("run", help="one round of the project's plan: a Prefect flow run (--local: in-process)")
+    ran = "one round of the project's plan, committed: a Prefect flow run (--local: in-process)"
+    run = commands.add_parser("run", help=ran, description=ran)
     run.set_defaults(handler=plan_rounds.run)
-    rck = commands.add_parser("recheck", help="run every standing auditor once; " + served_help)
+    rechecked = "run every standing auditor once and commit what it finds (a disproof); " + served_help
+    rck = commands.add_parser("recheck", help=rechecked, description=rechecked)
     rck.set_defaults(handler=plan_rounds.recheck)
-    res = commands.add_parser("resume", help="run only stale and pending work whose ground stands; " + served_help)
+    resumed = "run only stale and pending work whose ground stands and commit it; " + served_help
+    res = commands.add_parser("resume", help=resumed, description=resumed)
     res.set_defaults(handler=plan_rounds.resume)
-    rep = commands.add_parser("repair", help="ground a stale or failed task on new ground and a registered key")
+    repaired = "ground a stale or failed task on new ground and a registered key, and commit it (runs no code)"
+    rep = commands.add_parser(
+        "repair",
+        help=repaired,
+        description=repaired,
+        formatter_class=argparse.RawDescriptionHelpFormatter,  # the epilog is a list of keys and an example
+    )
+    rep.lazy_epilog = _repair_epilog  # type: ignore[attr-defined]  # read by CliParser.format_help
     rep.add_argument("task", type=Key("a task name of the plan"), help="the task to repair, e.g. hashing")
     rep.add_argument(
-        "--worker-key", type=Key("a registered worker key"), help="the key it runs from now on, e.g. auth.bcrypt.v1"
+        "--worker-key",
+        type=Key("a registered worker key"),
+        help="the key it runs from now on: a worker key of the project's registry (the demo's are listed below)",
     )
     rep.add_argument(
         "--assumes",

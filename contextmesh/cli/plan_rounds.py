@@ -15,7 +15,9 @@ three places, by one rule:
 Whatever ran it, the command prints that run's own report — what executed, what was cached, what
 is blocked and why, what was disproved — with the flow run's address, and exits 0 when the run
 succeeded. A report is the flow body's own return value, or for a dispatched run the report
-artifact the run published (ADR 0008), never one re-derived from the ledger.
+artifact the run published (ADR 0008), never one re-derived from the ledger; the ledger only adds
+why each task ran (:func:`~contextmesh.execution.run_reasons.round_rows`). A dispatched run's state
+message (ADR 0016) is printed under its address, and ``repair`` ends with the next step.
 """
 
 from __future__ import annotations
@@ -118,12 +120,15 @@ def _after(args: argparse.Namespace, where: Using, data: dict[str, Any], lines: 
 
 
 def _report_text(args: argparse.Namespace, where: Using, report: RoundReport | RecheckReport, url: str | None) -> str:
+    """The run's report; a round lists every task with what it did and why (its reason off the ledger)."""
     from contextmesh.cli.render import render_recheck, render_round  # noqa: PLC0415
     from contextmesh.execution.reports import RoundReport  # noqa: PLC0415
+    from contextmesh.execution.run_reasons import round_rows  # noqa: PLC0415
 
+    runner = plan_of(reader(args, where))
     if isinstance(report, RoundReport):
-        return render_round(report, url=url)
-    receipts = plan_of(reader(args, where)).ledger.receipts()
+        return render_round(report, url=url, rows=round_rows(runner, report))
+    receipts = runner.ledger.receipts()
     reasons = {r["ground"]["assumption_id"]: r["reason"] for r in receipts}
     return render_recheck(report, url=url, reasons=reasons)
 
@@ -137,13 +142,15 @@ def _dispatched(
         lines.append(f"still {done.state_name.lower()} after {_wait(args):g} s; watch it at the address above")
         data["project"] = where.describe()
         return data, "\n".join(lines)
-    if done.state == "CANCELLED" and what == "recheck":
-        # The recheck deployment runs one at a time and cancels a new run while one is running
-        # (CANCEL_NEW): the running recheck audits the same facts, so this is not a failure.
+    if what == "recheck" and (done.state == "CANCELLED" or done.state_name == "Skipped"):
+        # The recheck deployment runs one at a time and turns a new run away while one is running
+        # (CANCEL_NEW, relabelled Skipped afterwards): the running recheck audits the same facts.
         lines.append(f"not run: {done.message or 'another recheck of this session was running'}")
         return _after(args, where, data, lines)
     if done.state != "COMPLETED":
         raise ExecutionError(f"{what} flow run ended {done.state_name}: {done.message or 'no message'} ({done.url})")
+    if done.message and what != "resume":  # a resume's rows say the same, task by task
+        lines.append(f"  {done.message}")
     if what in ("recheck", "resume"):
         from contextmesh.orchestration.runs_here import dispatched_report  # noqa: PLC0415
 
@@ -210,7 +217,30 @@ def resume(args: argparse.Namespace) -> tuple[Any, str]:
 
 
 def repair(args: argparse.Namespace) -> tuple[Any, str]:
-    """``contextmesh repair TASK --assumes …``: new ground and, optionally, another registered key."""
+    """``contextmesh repair TASK --assumes …``: new ground and, optionally, another registered key;
+    it ends with the next step (another repair while some ground is still fallen, else resume)."""
+    data, text = _repair(args)
+    if data.get("executor") == "deployment" and not data["dispatched"]["finished"]:
+        return data, text  # not committed yet: the next step is to wait for it
+    step = _next_step(args)
+    return {**data, "next": step}, f"{text}\n{step}"
+
+
+def _next_step(args: argparse.Namespace) -> str:
+    """What to run after a repair, named as this command was (``--project``, ``--session``)."""
+    from contextmesh.execution.task import ground_stands  # noqa: PLC0415
+
+    runner = plan_of(reader(args, using(args)))
+    fallen = [task.name for task in runner.tasks.values() if not ground_stands(runner.graph, task)]
+    named = [(flag, getattr(args, flag, None)) for flag in ("project", "session")]
+    resume = " ".join(["contextmesh resume", *(f"--{flag} {value}" for flag, value in named if value is not None)])
+    if fallen:
+        return f"next: repair {', '.join(fallen)} too (their ground fell), then `{resume}`"
+    todo = [name for name, state in runner.states().items() if state != "done"]
+    return f"next: `{resume}` runs {', '.join(todo) or 'nothing'} (nothing runs until then)"
+
+
+def _repair(args: argparse.Namespace) -> tuple[Any, str]:
     wait = _wait(args)
     where = using(args)
     directory = session_of(args, where)

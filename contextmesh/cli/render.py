@@ -26,6 +26,7 @@ __all__ = [
     "render_lineage",
     "render_recheck",
     "render_round",
+    "render_round_rows",
     "render_session",
     "render_walk",
     "render_walkthrough",
@@ -113,16 +114,31 @@ def render_as_of(answer: AsOf) -> str:
     return head + "\n" + render_walk(answer.walk)
 
 
-def render_round(report: RoundReport, *, url: str | None = None) -> str:
-    """``ROUND n · e executed, c cached`` with its layers, cached, blocked and failed tasks."""
-    lines = [f"ROUND {report.round} · {len(report.executed)} executed, {len(report.cached)} cached"]
+def render_round(report: RoundReport, *, url: str | None = None, rows: list[dict[str, str]] | None = None) -> str:
+    """``ROUND n · e executed, c cached`` with its layers, cached, blocked and failed tasks.
+
+    Given ``rows`` (:func:`contextmesh.execution.run_reasons.round_rows`: every task, its outcome and
+    why), the header counts the blocked too and each task gets a line with its reason instead.
+    """
+    head = f"ROUND {report.round} · {len(report.executed)} executed, {len(report.cached)} cached"
+    if rows is not None:
+        head += f", {len(report.blocked)} blocked" + (f", {len(report.failed)} failed" if report.failed else "")
+    lines = [head]
     if url:
         lines.append(f"  flow run: {url}")
     lines += [f"  layer {i}: {', '.join(layer)}" for i, layer in enumerate(report.layers, start=1)]
+    if rows is not None:
+        return "\n".join([*lines, *render_round_rows(rows)])
     lines += [f"  cached {name} — untouched, previous result stands" for name in report.cached]
     lines += [f"  blocked {name} — {reason}" for name, reason in report.blocked.items()]
     lines += [f"  failed {name} — {reason}" for name, reason in report.failed.items()]
     return "\n".join(lines)
+
+
+def render_round_rows(rows: list[dict[str, str]]) -> list[str]:
+    """One line per task: its outcome, its name and why (``not run this round`` when nothing says)."""
+    width = max((len(row["task"]) for row in rows), default=0)
+    return [f"  {row['outcome']:<8} {row['task']:<{width}} — {row['reason'] or 'not run this round'}" for row in rows]
 
 
 def render_recheck(report: RecheckReport, *, url: str | None = None, reasons: dict[str, str] | None = None) -> str:

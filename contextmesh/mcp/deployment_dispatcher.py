@@ -208,8 +208,12 @@ class PrefectDispatcher:
             ) from None
 
     def _reported(self, done: deployed.Dispatched, kind: type[RoundReport] | type[RecheckReport]) -> RunReport:
-        """The report the finished run published; a run that did not complete committed nothing."""
-        if done.state != "COMPLETED":
+        """The report the finished run published; a run that did not complete committed nothing.
+
+        A recheck the deployment's limit turned away ends Completed-type but named ``Skipped`` (ADR
+        0016): it never ran, so it published no report either.
+        """
+        if done.state != "COMPLETED" or done.state_name == "Skipped":
             raise ExecutionError(
                 f"the flow run ended {done.state_name}: {done.message or 'no message'}; it committed nothing "
                 f"({done.url})"

@@ -7,11 +7,12 @@ deterministic event id — ``uuid5(NAMESPACE, "<session id>|<ledger head>|<assum
 the ledger head is the digest the ledger had right after the disproof was recorded (the disproved
 entry's own digest, which never changes). An announcement is *delivered* once its receipt artifact,
 keyed ``cm-disproved-<event id>``, exists on the Prefect server: the event is emitted, the event
-worker is flushed, the resume is triggered when the flow run has a
-:class:`~contextmesh.orchestration.resume.ResumeTrigger` (idempotent by key), and only then is the
-artifact written. Every flow run that loads a session
-re-emits the announcements still pending, with the same id, so re-emission is idempotent — Prefect
-stores an event id once and its triggers skip an id they have seen.
+worker is flushed, and only then is the artifact written. When the flow run has a
+:class:`~contextmesh.orchestration.resume.ResumeTrigger`, the resume is triggered (idempotent by key)
+before the event, so the event's related resources name both the recheck that found the disproof
+(role ``recheck``) and the resume (role ``resume``), and the receipt links to both (ADR 0016).
+Every flow run that loads a session re-emits the announcements still pending, with the same id, so
+re-emission is idempotent — Prefect stores an event id once and its triggers skip an id they have seen.
 
 What this cannot do without an engine change (see the closing note of the orchestration issue): keep
 a delivery mark in the session itself. The mark lives on the Prefect server, so a session moved to
@@ -33,12 +34,14 @@ from prefect.events.worker import EventsWorker
 
 from contextmesh.formats.run_ledger import LedgerEntry, RunLedger
 from contextmesh.orchestration.resume import ResumeTrigger
+from contextmesh.orchestration.run_links import flow_run_url
+from contextmesh.orchestration.run_logs import run_logger
 
 __all__ = ["EVENT", "NAMESPACE", "Announcement", "Outbox", "announce_pending", "announcements", "event_id"]
 
 EVENT = "contextmesh.assumption.disproved"
 NAMESPACE = uuid.UUID("6f1d3a52-7c0e-5b8e-9d64-2a1f0c9e4b31")
-MAX_RELATED = 80  # Prefect caps related resources at 100 and adds its own flow-run and flow entries
+MAX_RELATED = 76  # Prefect caps related resources at 100 and adds its own entries; 4 name session, evidence, runs
 MAX_PAYLOAD_IDS = 1000
 
 
@@ -123,26 +126,52 @@ class Outbox:
         for item in items:
             if item.artifact_key in self.delivered:
                 continue
-            _emit(item, session_id=self.session_id, session_dir=self.session_dir, plan=self.plan)
-            EventsWorker.instance().wait_until_empty()  # the event left this process before the mark is written
+            resumed: dict[str, Any] | None = None
             if self.resume is not None and item.stale:
-                # Before the mark: a crash here re-triggers on the next flush under the same key.
-                self.resumes.append(
-                    self.resume(
-                        session_id=self.session_id,
-                        session_dir=self.session_dir,
-                        ledger_head=item.entry.digest,
-                        stale=item.stale,
-                    )
+                # Before the event, so the event can name the run; before the mark, so a crash here
+                # re-triggers on the next flush — under the same idempotency key, onto the same run.
+                resumed = self.resume(
+                    session_id=self.session_id,
+                    session_dir=self.session_dir,
+                    ledger_head=item.entry.digest,
+                    stale=item.stale,
                 )
+                self.resumes.append(resumed)
+            resume_id = str(resumed["flow_run_id"]) if resumed else None
+            _emit(item, session_id=self.session_id, session_dir=self.session_dir, plan=self.plan, resume=resume_id)
+            EventsWorker.instance().wait_until_empty()  # the event left this process before the mark is written
             create_markdown_artifact(
                 key=item.artifact_key,
-                markdown=render_receipt(item),
+                markdown=render_receipt(item, links=receipt_links(item, resume_id)),
                 description=f"disproof of '{item.receipt['ground']['statement']}' (event {item.id})",
             )
             self.delivered.add(item.artifact_key)
+            _log(item, resume_id)
             sent.append(str(item.id))
         return sent
+
+
+def _log(item: Announcement, resume_id: str | None) -> None:
+    logger = run_logger()
+    then = f"; resume {flow_run_url(resume_id)}" if resume_id else "; no resume started by this run"
+    logger.info(
+        "announced the disproof of '%s' (event %s, receipt artifact %s)%s",
+        item.receipt["ground"]["statement"],
+        item.id,
+        item.artifact_key,
+        then,
+    )
+
+
+def receipt_links(item: Announcement, resume_id: str | None) -> list[str]:
+    """Markdown links from a receipt to the recheck that found the disproof and the resume it started."""
+    links = []
+    found_by = (item.entry.run or {}).get("flow_run_id")
+    if found_by:
+        links.append(f"- **found by**: [the recheck flow run]({flow_run_url(found_by)}) `{found_by}`")
+    if resume_id:
+        links.append(f"- **resume**: [the resume flow run]({flow_run_url(resume_id)}) `{resume_id}`")
+    return links
 
 
 def announce_pending(
@@ -152,7 +181,7 @@ def announce_pending(
     return Outbox(session_id=session_id, session_dir=session_dir, plan=plan, resume=resume).flush(ledger)
 
 
-def _emit(item: Announcement, *, session_id: str, session_dir: str, plan: str) -> None:
+def _emit(item: Announcement, *, session_id: str, session_dir: str, plan: str, resume: str | None = None) -> None:
     receipt = item.receipt
     fallen = [entry["id"] for entry in receipt["invalidated"]]
     related = [
@@ -166,6 +195,11 @@ def _emit(item: Announcement, *, session_id: str, session_dir: str, plan: str) -
         {"prefect.resource.id": f"contextmesh.node.{node_id}", "prefect.resource.role": "invalidated"}
         for node_id in fallen[:MAX_RELATED]
     ]
+    found_by = (item.entry.run or {}).get("flow_run_id")
+    if found_by:
+        related.append({"prefect.resource.id": f"prefect.flow-run.{found_by}", "prefect.resource.role": "recheck"})
+    if resume:
+        related.append({"prefect.resource.id": f"prefect.flow-run.{resume}", "prefect.resource.role": "resume"})
     emit_event(
         event=EVENT,
         resource={
@@ -192,13 +226,16 @@ def _emit(item: Announcement, *, session_id: str, session_dir: str, plan: str) -
             "preserved_count": receipt["preserved_count"],
             "preserved_digest": receipt["preserved_digest"],
             "ledger_entry": {"seq": item.entry.seq, "round": item.entry.round, "digest": item.entry.digest},
+            "recheck_flow_run_id": found_by,
+            "resume_flow_run_id": resume,
+            "receipt_artifact": item.artifact_key,
         },
         id=item.id,
     )
 
 
-def render_receipt(item: Announcement) -> str:
-    """The receipt as markdown, read off the ledger entry alone."""
+def render_receipt(item: Announcement, *, links: Sequence[str] = ()) -> str:
+    """The receipt as markdown, read off the ledger entry alone (``links``: lines naming its runs)."""
     receipt = item.receipt
     lines = [
         f"# Disproved: {receipt['ground']['statement']}",
@@ -210,6 +247,7 @@ def render_receipt(item: Announcement) -> str:
         f"- **stale tasks**: {', '.join(f'`{t}`' for t in item.stale) or 'none'}",
         f"- **ledger entry**: #{item.entry.seq} (round {item.entry.round}) `{item.entry.digest}`",
         f"- **event**: `{EVENT}` id `{item.id}`",
+        *links,
         "",
         f"## Fallen ({receipt['blast_radius']})",
         "",

@@ -25,6 +25,7 @@ from contextmesh.orchestration.served_record import ServedRecord, peek
 from contextmesh.orchestration.settings import client_settings
 
 if TYPE_CHECKING:
+    from contextmesh.orchestration.run_report import RunReport
     from contextmesh.session.session import Session
 
 __all__ = [
@@ -36,6 +37,7 @@ __all__ = [
     "dispatch_recheck",
     "dispatch_repair",
     "dispatch_resume",
+    "dispatched_report",
     "observe",
     "pending_work",
     "require_api",
@@ -183,6 +185,14 @@ def dispatch_resume(
     with _on(record):
         found = trigger(session_id=record.session_id, session_dir=record.session_dir, ledger_head=head, stale=pending)
         return _wait(record, record.plan, found["flow_run_id"], wait)
+
+
+def dispatched_report(record: ServedRecord, done: Dispatched) -> RunReport:
+    """The report a completed dispatched run published (ADR 0008), read from ``record``'s API."""
+    from contextmesh.orchestration.run_report import read_report  # noqa: PLC0415
+
+    with _on(record):
+        return read_report(done.flow_run_id, url=done.url)
 
 
 def configured_record(session_dir: Path, api_url: str, names: Mapping[str, str] | None = None) -> ServedRecord:

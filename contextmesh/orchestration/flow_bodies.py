@@ -18,6 +18,10 @@ A **recheck flow run** (``session_dir``) is named ``<plan> · round <n> · reche
 auditor as a ``<task> · audit`` run, nothing executed; a disproof is committed (rejection, receipt)
 and then announced (:mod:`contextmesh.orchestration.announce`).
 
+Every run returns its final state (ADR 0016, :mod:`contextmesh.orchestration.run_states`): Completed-type,
+named for its outcome (``Blocked``, ``Disproved``, ``TaskFailed``, ``Completed``), with a message that
+says what it did and why; calling a flow still returns the result dict (the state's data).
+
 Invariants (``tests/orchestration/``):
 
 1. Every flow run that mutates a session holds one slot of the Prefect global concurrency limit
@@ -43,26 +47,36 @@ from pathlib import Path
 from typing import Any, Literal, cast
 
 from prefect import Flow, flow
-from prefect.artifacts import create_table_artifact
-from prefect.client.orchestration import get_client
-from prefect.client.schemas.actions import GlobalConcurrencyLimitCreate
-from prefect.concurrency.sync import concurrency
+from prefect.client.schemas.objects import State
 from prefect.context import FlowRunContext
-from prefect.exceptions import ObjectAlreadyExists, ObjectNotFound
 from prefect.futures import PrefectFuture, wait
-from prefect.runtime import flow_run as runtime_flow_run
-from prefect.task_runners import TaskRunner, ThreadPoolTaskRunner
+from prefect.task_runners import TaskRunner
 
-from contextmesh.core.errors import ContextMeshError, ExecutionError
+from contextmesh.core.errors import ExecutionError
 from contextmesh.execution.plan import Plan, RecheckReport, RoundReport
 from contextmesh.execution.report_codec import recheck_report_from_dict, round_report_from_dict, to_dict
+from contextmesh.execution.run_reasons import repair_message
 from contextmesh.execution.task_registry import TaskRegistry
 from contextmesh.orchestration.announce import Outbox
+from contextmesh.orchestration.flow_options import (
+    PLAN_FLOW,
+    RECHECK_FLOW,
+    REPAIR_FLOW,
+    identify,
+    plan_flow_options,
+    recheck_flow_options,
+    repair_flow_options,
+)
 from contextmesh.orchestration.prefect_executor import PrefectExecutor, cached_run, flow_run_id
 from contextmesh.orchestration.resume import ResumeTrigger
-from contextmesh.orchestration.round_table import round_description, round_table
+from contextmesh.orchestration.round_table import behind, publish_round_table, why_links
+from contextmesh.orchestration.run_links import artifact_url, flow_run_url
+from contextmesh.orchestration.run_logs import log_loaded, log_round, run_logger
 from contextmesh.orchestration.run_report import RunReport, publish_report
+from contextmesh.orchestration.run_states import COMPLETED, final_state, recheck_state, round_state
 from contextmesh.orchestration.served_record import peek
+from contextmesh.orchestration.skipped_rechecks import relabel_turned_away
+from contextmesh.orchestration.slots import SLOT_LEASE_SECONDS, ensure_limit, limit_name, session_slot
 from contextmesh.project.project import load_project
 from contextmesh.session.plan_check import plan_of
 from contextmesh.session.session import Session
@@ -72,7 +86,9 @@ __all__ = [
     "PLAN_FLOW",
     "RECHECK_FLOW",
     "REPAIR_FLOW",
+    "SLOT_LEASE_SECONDS",
     "cached_shown",
+    "ensure_limit",
     "limit_name",
     "make_plan_flow",
     "make_recheck_flow",
@@ -89,86 +105,11 @@ __all__ = [
     "run_project_round",
     "run_recheck",
     "run_repair",
+    "session_slot",
 ]
 
 CACHED_RUNS_ALL_UP_TO = 50
-PLAN_FLOW = "contextmesh-plan"
-RECHECK_FLOW = "contextmesh-recheck"
-REPAIR_FLOW = "contextmesh-repair"
 Mode = Literal["run", "resume"]
-
-
-def limit_name(session_id: str) -> str:
-    """The Prefect global concurrency limit that serialises a session's writers."""
-    return f"contextmesh-session-{session_id}"
-
-
-# -- reading a session's identity cheaply (for names and the limit, before the full load) ----------
-
-
-def _peeked_name(suffix: str) -> str:
-    session_dir = str(runtime_flow_run.get_parameters().get("session_dir", ""))
-    try:
-        _, plan, round_ = peek(session_dir)
-    except (ContextMeshError, OSError, KeyError, TypeError, ValueError):
-        return f"contextmesh · {Path(session_dir).name or 'session'}{suffix}"
-    return f"{plan} · round {round_ + 1}{suffix}"
-
-
-def _plan_run_name() -> str:
-    return _peeked_name("")
-
-
-def _recheck_run_name() -> str:
-    return _peeked_name(" · recheck")
-
-
-def _repair_run_name() -> str:
-    task = str(runtime_flow_run.get_parameters().get("task", "?"))
-    return _peeked_name(f" · repair {task}")
-
-
-def _identify(name: str, plan: str, session_id: str) -> None:
-    """Name this flow run for the round it actually runs (the name peeked at start may be a round
-    behind when another run held the session) and tag it with its plan and session."""
-    ctx = FlowRunContext.get()
-    if ctx is None or ctx.flow_run is None:
-        return
-    wanted = sorted({*ctx.flow_run.tags, f"cm.plan:{plan}", f"cm.session:{session_id}"})
-    if ctx.flow_run.name == name and sorted(ctx.flow_run.tags) == wanted:
-        return
-    with get_client(sync_client=True) as client:
-        client.update_flow_run(ctx.flow_run.id, name=name, tags=wanted)
-    ctx.flow_run.name, ctx.flow_run.tags = name, wanted
-
-
-# -- the session's concurrency limit ----------------------------------------------------------------
-
-
-def ensure_limit(name: str) -> None:
-    """Create the global concurrency limit ``name`` (one slot) unless it exists."""
-    with get_client(sync_client=True) as client:
-        try:
-            client.read_global_concurrency_limit_by_name(name)
-        except ObjectNotFound:
-            with contextlib.suppress(ObjectAlreadyExists):
-                client.create_global_concurrency_limit(GlobalConcurrencyLimitCreate(name=name, limit=1))
-
-
-# The slot is a lease the holder renews (every 3/4 of it) while it runs. A holder killed outright
-# (SIGKILL, OOM, a lost host) cannot release it: the server frees it only when the lease expires,
-# so the lease bounds how long the next writer of the session waits after a crash. Prefect's
-# default is 300 s; 60 s is the shortest the API accepts.
-SLOT_LEASE_SECONDS = 60.0
-
-
-@contextlib.contextmanager
-def session_slot(session_id: str) -> Iterator[None]:
-    """Hold the session's one writer slot for the block (waits while another flow run holds it)."""
-    name = limit_name(session_id)
-    ensure_limit(name)
-    with concurrency(name, occupy=1, strict=True, lease_duration=SLOT_LEASE_SECONDS):
-        yield
 
 
 # -- shared steps -------------------------------------------------------------------------------------
@@ -214,47 +155,6 @@ def _cached_runs(runner: Plan, shown: list[str]) -> list[PrefectFuture[Any]]:
     return futures
 
 
-# -- the factories ----------------------------------------------------------------------------------
-
-
-def _runner(max_workers: int) -> TaskRunner[PrefectFuture[Any]]:
-    # Bounded: without max_workers Prefect's pool allows sys.maxsize threads (docs/prefect-facts.md §4.1).
-    return cast("TaskRunner[PrefectFuture[Any]]", ThreadPoolTaskRunner(max_workers=max_workers))
-
-
-def plan_flow_options(
-    *, max_workers: int = 8, task_runner: TaskRunner[PrefectFuture[Any]] | None = None
-) -> dict[str, Any]:
-    """The ``@flow`` options of a plan flow: its name, run name, bounded task runner, no persisted result.
-
-    A deployment that builds its own flow function (to take extra parameters, such as the file its
-    auditors read) passes these to ``flow`` so its runs look like the factory's.
-    """
-    return {
-        "name": PLAN_FLOW,
-        "flow_run_name": _plan_run_name,
-        "task_runner": task_runner or _runner(max_workers),
-        "persist_result": False,
-        "log_prints": False,
-    }
-
-
-def recheck_flow_options(*, max_workers: int = 8) -> dict[str, Any]:
-    """The ``@flow`` options of a recheck flow (see :func:`plan_flow_options`)."""
-    return {
-        "name": RECHECK_FLOW,
-        "flow_run_name": _recheck_run_name,
-        "task_runner": _runner(max_workers),
-        "persist_result": False,
-        "log_prints": False,
-    }
-
-
-def repair_flow_options() -> dict[str, Any]:
-    """The ``@flow`` options of a repair flow (no task runs: a repair runs no code)."""
-    return {"name": REPAIR_FLOW, "flow_run_name": _repair_run_name, "persist_result": False, "log_prints": False}
-
-
 @dataclasses.dataclass
 class _Writer:
     """One mutating flow run's hold on a session: loaded inside its slot, announcements flushed."""
@@ -275,7 +175,13 @@ class _Writer:
     def committed(self, round_: int, suffix: str = "") -> Plan:
         """After the commit: name the run for the round it ran, flush what it announced; the runner."""
         runner = self.runner
-        _identify(f"{runner.name} · round {round_}{suffix}", runner.name, self.session_id)
+        identify(f"{runner.name} · round {round_}{suffix}", runner.name, self.session_id)
+        run_logger().info(
+            "committed round %d as session generation %d (ledger head %s)",
+            round_,
+            self.session.generation,
+            runner.ledger.head[:16],
+        )
         self.announced += _announce(self.session, self.outbox, self.session_dir, self.resume)[1]
         return runner
 
@@ -315,19 +221,20 @@ def _writing(session_dir: str, registry: TaskRegistry, suffix: str, resume: Resu
     with session_slot(session_id):
         session = _load(session_dir, registry)
         runner = _with(session, executor)
-        _identify(f"{runner.name} · round {runner.round + 1}{suffix}", runner.name, session_id)
+        identify(f"{runner.name} · round {runner.round + 1}{suffix}", runner.name, session_id)
+        log_loaded(session, runner)
         outbox, announced = _announce(session, None, session_dir, resume)
         yield _Writer(session_id, session_dir, session, executor, outbox, announced, resume)
 
 
 def run_plan_round(
     session_dir: str, mode: Mode, registry: TaskRegistry, *, resume: ResumeTrigger | None = None
-) -> dict[str, Any]:
+) -> State[Any]:
     """The body of a plan flow run: run (every ready task) or resume (stale and pending only) one round.
 
     Must run inside a flow run made with :func:`plan_flow_options`. ``resume`` is passed on to the
     announcements this run re-emits (a disproof committed by a recheck that crashed before it
-    announced).
+    announced). Returns the run's final state (ADR 0016), whose data is the result dict.
     """
     if mode not in ("run", "resume"):
         raise ExecutionError(f"plan flow mode {mode!r}: a plan round runs in mode 'run' or 'resume'")
@@ -339,16 +246,14 @@ def run_plan_round(
 
         report = session.apply(one_round, retries=2)
         runner = held.runner
+        log_round(runner, report, mode)
         shown = cached_shown(runner, report)
         wait(_cached_runs(runner, shown))
         held.committed(report.round)
-    create_table_artifact(
-        key=f"cm-round-{report.round}",
-        table=round_table(runner, report, set(shown)),
-        description=round_description(runner.name, report, mode, session_id),
-    )
+    why = behind(runner, session_id, report)
+    key = publish_round_table(runner, report, mode, session_id, set(shown), why_links(why))
     result = held.result(report)
-    return {
+    data = {
         **result,
         "mode": mode,
         "executed": report.executed,
@@ -357,14 +262,26 @@ def run_plan_round(
         "failed": report.failed,
         "task_runs": result["task_runs"] + len(shown),
     }
+    state = round_state(runner, report, mode, data)
+    receipts = "; ".join(f"receipt {artifact_url(item.artifact_key)}" for item in why)
+    if receipts:
+        state.message = f"{state.message}; {receipts}"
+    run_logger().info("published %s; ending %s: %s", key, state.name, state.message)
+    return state
 
 
-def run_recheck(session_dir: str, registry: TaskRegistry, *, resume: ResumeTrigger | None = None) -> dict[str, Any]:
+def run_recheck(session_dir: str, registry: TaskRegistry, *, resume: ResumeTrigger | None = None) -> State[Any]:
     """The body of a recheck flow run: every standing auditor; a disproof committed, then announced.
 
     With ``resume``, each announcement delivered here also starts the plan deployment in resume
-    mode (:mod:`contextmesh.orchestration.resume`); the started runs are in ``resumes``.
+    mode (:mod:`contextmesh.orchestration.resume`); the started runs are in ``resumes``. A recheck
+    of a deployment relabels the runs its one-at-a-time limit turned away as ``Skipped``
+    (:mod:`contextmesh.orchestration.skipped_rechecks`), before it starts and after it ends.
     """
+    ctx = FlowRunContext.get()
+    deployment = ctx.flow_run.deployment_id if ctx is not None and ctx.flow_run is not None else None
+    if deployment is not None:
+        relabel_turned_away(deployment, None)
     with _writing(session_dir, registry, " · recheck", resume) as held:
         executor = held.executor
 
@@ -372,13 +289,28 @@ def run_recheck(session_dir: str, registry: TaskRegistry, *, resume: ResumeTrigg
             return _with(s, executor).recheck()
 
         report = held.session.apply(one_recheck, retries=2)
+        runner = held.runner
+        run_logger().info(
+            "recheck round %d audited %s; disproved %d; stale now: %s",
+            report.round,
+            ", ".join(report.audited) or "nothing",
+            len(report.invalidations),
+            ", ".join(report.stale) or "none",
+        )
         held.committed(report.round, " · recheck")
-    return {**held.result(report), "stale": report.stale, "resumes": list(held.outbox.resumes)}
+    resumes = list(held.outbox.resumes)
+    data = {**held.result(report), "stale": report.stale, "resumes": resumes}
+    after = "; ".join(f"resume started: {flow_run_url(str(r['flow_run_id']))}" for r in resumes)
+    state = recheck_state(runner, report, data, after)
+    if deployment is not None:
+        relabel_turned_away(deployment, data["flow_run_id"])
+    run_logger().info("ending %s: %s", state.name, state.message)
+    return state
 
 
 def run_repair(
     session_dir: str, registry: TaskRegistry, *, task: str, worker_key: str | None, assumes: str
-) -> dict[str, Any]:
+) -> State[Any]:
     """The body of a repair flow run: ground one stale or failed task on new ground (and a new key).
 
     Runs no code: the key is checked against ``registry`` and recorded; the next resume runs it.
@@ -387,7 +319,15 @@ def run_repair(
     with session_slot(session_id):
         session = _load(session_dir, registry)
         plan = session.runner.name if session.runner else ""
-        _identify(f"{plan} · repair {task}", plan, session_id)
+        identify(f"{plan} · repair {task}", plan, session_id)
+        run_logger().info(
+            "loaded session %s generation %d; repairing %s onto %r (key %s)",
+            session_id,
+            session.generation,
+            task,
+            assumes,
+            worker_key or "unchanged",
+        )
 
         def one_repair(s: Session) -> dict[str, Any]:
             runner = s.runner
@@ -396,7 +336,8 @@ def run_repair(
             return {"task": repaired.name, "worker_key": repaired.worker_key, "assumption_id": repaired.assumption_id}
 
         done = session.apply(one_repair, retries=2)
-    return {
+        runner = plan_of(session)
+    data = {
         "session_id": session_id,
         "session_dir": session_dir,
         "generation": session.generation,
@@ -405,43 +346,49 @@ def run_repair(
         **done,
         "assumes": assumes,
     }
+    message = f"{repair_message(runner, task)}; committed as session generation {session.generation}"
+    run_logger().info(message)
+    return final_state(COMPLETED, message, data)
 
 
 def make_plan_flow(
     registry: TaskRegistry, *, max_workers: int = 8, task_runner: TaskRunner[PrefectFuture[Any]] | None = None
 ) -> Flow[..., dict[str, Any]]:
-    """A flow that runs or resumes one round of a session's plan as one flow run."""
+    """A flow that runs or resumes one round of a session's plan as one flow run.
+
+    The flow returns its final state (ADR 0016); calling it returns that state's data, the result dict.
+    """
 
     @flow(**plan_flow_options(max_workers=max_workers, task_runner=task_runner))
-    def plan_round(session_dir: str, mode: Mode = "run") -> dict[str, Any]:
+    def plan_round(session_dir: str, mode: Mode = "run") -> State[Any]:
         """Run (every ready task) or resume (stale and pending only) one round of the session's plan."""
         return run_plan_round(session_dir, mode, registry)
 
-    return plan_round
+    return cast("Flow[..., dict[str, Any]]", plan_round)
 
 
 def make_recheck_flow(
     registry: TaskRegistry, *, max_workers: int = 8, resume: ResumeTrigger | None = None
 ) -> Flow[..., dict[str, Any]]:
-    """A flow that runs every standing auditor of a session's plan as one flow run."""
+    """A flow that runs every standing auditor of a session's plan as one flow run (see :func:`make_plan_flow`)."""
 
     @flow(**recheck_flow_options(max_workers=max_workers))
-    def recheck(session_dir: str) -> dict[str, Any]:
+    def recheck(session_dir: str) -> State[Any]:
         """Run every standing auditor; commit a disproof, then announce it."""
         return run_recheck(session_dir, registry, resume=resume)
 
-    return recheck
+    return cast("Flow[..., dict[str, Any]]", recheck)
 
 
 def make_repair_flow(registry: TaskRegistry) -> Flow[..., dict[str, Any]]:
     """A flow that repairs one task of a session's plan as one flow run (it runs no code)."""
 
     @flow(**repair_flow_options())
-    def repair(session_dir: str, task: str, assumes: str, worker_key: str | None = None) -> dict[str, Any]:
+    def repair(session_dir: str, task: str, assumes: str, worker_key: str | None = None) -> State[Any]:
         """Ground ``task`` on ``assumes`` (and the registered ``worker_key``); the next resume runs it."""
         return run_repair(session_dir, registry, task=task, worker_key=worker_key, assumes=assumes)
 
-    return repair
+    return cast("Flow[..., dict[str, Any]]", repair)
 
 
 # -- a user's project: the bodies its flows/ entrypoints call, with the folder they sit in ----------
@@ -458,13 +405,13 @@ def _project_session(root: Path | str, session_dir: str | None) -> tuple[str, Ta
     return str(directory), project.registry()
 
 
-def run_project_round(root: Path | str, session_dir: str | None, mode: Mode) -> dict[str, Any]:
+def run_project_round(root: Path | str, session_dir: str | None, mode: Mode) -> State[Any]:
     """:func:`run_plan_round` for the project at ``root``, its registry bound from its own code."""
     directory, registry = _project_session(root, session_dir)
     return run_plan_round(directory, mode, registry)
 
 
-def run_project_recheck(root: Path | str, session_dir: str | None, *, resume_deployment: str = "") -> dict[str, Any]:
+def run_project_recheck(root: Path | str, session_dir: str | None, *, resume_deployment: str = "") -> State[Any]:
     """:func:`run_recheck` for the project at ``root``; a disproof resumes on ``resume_deployment`` if named."""
     directory, registry = _project_session(root, session_dir)
     return run_recheck(directory, registry, resume=ResumeTrigger(resume_deployment) if resume_deployment else None)
@@ -472,7 +419,7 @@ def run_project_recheck(root: Path | str, session_dir: str | None, *, resume_dep
 
 def run_project_repair(
     root: Path | str, session_dir: str | None, *, task: str, assumes: str, worker_key: str | None
-) -> dict[str, Any]:
+) -> State[Any]:
     """:func:`run_repair` for the project at ``root``."""
     directory, registry = _project_session(root, session_dir)
     return run_repair(directory, registry, task=task, worker_key=worker_key, assumes=assumes)

@@ -15,8 +15,6 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from prefect.settings import PREFECT_API_URL
-
 from contextmesh.execution.plan import Plan, RecheckReport, RoundReport
 from contextmesh.execution.task_registry import TaskRegistry
 from contextmesh.orchestration.flow_bodies import (
@@ -26,21 +24,11 @@ from contextmesh.orchestration.flow_bodies import (
     round_report_from,
 )
 from contextmesh.orchestration.local_server import wait_recorded
+from contextmesh.orchestration.run_links import configured_api, flow_run_url
 from contextmesh.session.plan_check import plan_of
 from contextmesh.session.session import Session
 
 __all__ = ["FlowRunSteps", "configured_api", "flow_run_url"]
-
-
-def configured_api() -> str:
-    """The Prefect API this process talks to (empty when none is configured)."""
-    return str(PREFECT_API_URL.value() or "")
-
-
-def flow_run_url(flow_run_id: str, api_url: str | None = None) -> str:
-    """Where a person watches a flow run in the UI of the configured server."""
-    api = api_url or configured_api()
-    return f"{api.removesuffix('/').removesuffix('/api')}/runs/flow-run/{flow_run_id}"
 
 
 class FlowRunSteps:

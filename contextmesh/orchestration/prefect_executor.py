@@ -49,11 +49,13 @@ from prefect.futures import PrefectFuture, as_completed
 from prefect.states import Completed
 from prefect.task_engine import TaskRunTimeoutError
 
-from contextmesh.core.errors import ExecutionError
+from contextmesh.core.canonical import digest
+from contextmesh.core.errors import ContextMeshError, ExecutionError
 from contextmesh.execution.boundary import AuditContractError, call_auditor, call_worker
 from contextmesh.execution.calls import AuditCall, TaskCall, TaskIdentity, TaskOutcome, TaskTimeoutError
 from contextmesh.execution.context import EvidenceView, Verdict
 from contextmesh.execution.task_registry import Registration, TaskRegistry
+from contextmesh.orchestration.run_logs import run_logger
 
 __all__ = ["PrefectExecutor", "RunRef", "cached_run", "flow_run_id", "identity_tags"]
 
@@ -124,13 +126,41 @@ def _registration(registry: TaskRegistry, role: Role, key: str | None) -> Regist
 
 def _work(registry: TaskRegistry, identity: dict[str, Any], inputs: dict[str, Any]) -> Any:
     who = TaskIdentity.from_dict(identity)
-    return call_worker(_registration(registry, "worker", who.worker_key), who, MappingProxyType(inputs))
+    logger = run_logger()
+    logger.info(
+        "worker %s runs %s (attempt %d) on '%s'; reads the outputs of %s",
+        who.worker_key,
+        who.task,
+        who.attempt,
+        who.assumption,
+        ", ".join(sorted(inputs)) or "no other task",
+    )
+    output = call_worker(_registration(registry, "worker", who.worker_key), who, MappingProxyType(inputs))
+    logger.info("worker %s returned output %s (the round commits it after its audit)", who.worker_key, _digest(output))
+    return output
+
+
+def _digest(output: Any) -> str:
+    """A short digest for the log; an output the ledger cannot digest fails the round there, not here."""
+    try:
+        return digest(output)[:16]
+    except (ContextMeshError, TypeError, ValueError) as exc:
+        return f"(no digest: {type(exc).__name__})"
 
 
 def _judge(registry: TaskRegistry, identity: dict[str, Any], output: Any, evidence: list[dict[str, Any]]) -> State[Any]:
     who = TaskIdentity.from_dict(identity)
     auditor = _registration(registry, "auditor", who.auditor_key)
     verdict = call_auditor(auditor, who, output, _evidence_views(evidence))
+    run_logger().info(
+        "auditor %s read %d evidence item(s) and judged '%s' of %s: %s — %s",
+        who.auditor_key,
+        len(evidence),
+        who.assumption,
+        who.task,
+        verdict.kind,
+        verdict.reason,
+    )
     names = {"ok": "Completed", "fail": "Fail", "disproved": "Disproved"}
     return Completed(name=names[verdict.kind], message=verdict.reason[:500], data=verdict.to_dict())
 

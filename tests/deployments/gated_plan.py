@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from prefect import flow
+from prefect.client.schemas.objects import State
 
 from contextmesh.execution.context import AuditContext, RunContext, Verdict
 from contextmesh.execution.plan import Plan
@@ -62,6 +63,6 @@ def declare(runner: Plan) -> None:
 
 
 @flow(**plan_flow_options())
-def plan(session_dir: str, mode: Mode = "run") -> dict[str, Any]:
+def plan(session_dir: str, mode: Mode = "run") -> State[Any]:
     """One round of the gated plan."""
     return run_plan_round(session_dir, mode, build_registry())

@@ -93,7 +93,7 @@ async def test_the_full_path_through_mcp_alone_against_a_served_deployment(prefe
             assert stored["created"] and stored["committed"] and stored["generation"] == start + 1
             recheck = await call(client, "mesh_recheck")
             run = recheck["flow_run"]
-            assert run["completed"] and run["state"] == "Completed"
+            assert run["completed"] and run["state"] == "Disproved"  # Completed-type, named for its outcome (ADR 0016)
             assert run["url"].endswith(f"/runs/flow-run/{run['id']}")
             recheck_run = get(api, f"/flow_runs/{run['id']}")
             assert round_of(recheck_run["name"]) == recheck["round"] == 2 and recheck_run["name"].endswith("· recheck")
@@ -269,7 +269,7 @@ async def test_recheck_and_resume_return_a_handle_at_once_and_mesh_flow_run_read
             assert get(api, f"/flow_runs/{run['id']}")["id"] == run["id"]
 
             done = await followed(client, run["id"])
-            assert done["kind"] == "recheck" and done["flow_run"]["state"] == "Completed" and done["resume"] is None
+            assert done["kind"] == "recheck" and done["flow_run"]["state"] == "Disproved" and done["resume"] is None
             recheck = done["recheck"]
             (invalidation,) = recheck["invalidations"]
             assert invalidation["evidence_id"] == stored["evidence_id"] and recheck["stale"] == STALE
