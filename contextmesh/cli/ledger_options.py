@@ -20,7 +20,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from contextmesh.cli.options import shown
+from contextmesh.cli.options import _kind_of, _path_problem, _status, shown
 
 if TYPE_CHECKING:
     from contextmesh.formats.signed_note import NoteVerifier
@@ -48,31 +48,17 @@ def _refuse(text: str, why: str) -> argparse.ArgumentTypeError:
     return argparse.ArgumentTypeError(f"{shown(text, _PATH_SHOWN)} {why}")
 
 
-def _kind(mode: int) -> str:
-    for test, words in (
-        (stat.S_ISREG, "a regular file"),
-        (stat.S_ISDIR, "a directory"),
-        (stat.S_ISFIFO, "a fifo"),
-        (stat.S_ISSOCK, "a socket"),
-    ):
-        if test(mode):
-            return words
-    return "a device or other special file"
-
-
 def _looked_at(text: str, rule: str) -> tuple[Path, os.stat_result | None]:
-    """The path and what is there now (None: nothing), or a refusal naming why it cannot be used."""
-    if not text:
-        raise _refuse(text, f"is empty; {rule}")
-    if "\x00" in text or any(unicodedata.category(char) == "Cs" for char in text):
-        raise _refuse(text, f"holds a NUL byte or is not valid UTF-8; {rule}")
+    """The path and what is there now (None: nothing), or a refusal naming why it cannot be used —
+    the same checks every path option of the CLI makes (:mod:`contextmesh.cli.options`)."""
+    problem = _path_problem(text)
+    if problem is not None:
+        raise _refuse(text, f"{problem}; {rule}")
     path = Path(text)
-    try:
-        return path, path.stat()
-    except FileNotFoundError:
-        return path, None
-    except OSError as exc:  # NotADirectoryError: a file where a directory is expected
-        raise _refuse(text, f"cannot be looked at ({exc.strerror}); {rule}") from None
+    found = _status(path)
+    if isinstance(found, str):
+        raise _refuse(text, f"{found}; {rule}")
+    return path, found
 
 
 def _parent_holds(text: str, path: Path, rule: str) -> None:
@@ -134,7 +120,7 @@ class ExistingFile:
         if found is None:
             raise _refuse(text, f"does not exist; {rule}")
         if not stat.S_ISREG(found.st_mode):
-            raise _refuse(text, f"is {_kind(found.st_mode)}; {rule}")
+            raise _refuse(text, f"is {_kind_of(found.st_mode)}; {rule}")
         return path
 
 
@@ -199,7 +185,7 @@ class OutFile:
         rule = f"the rule is {self.what}: a regular file, or a new name in an existing directory"
         path, found = _looked_at(text, rule)
         if found is not None and not stat.S_ISREG(found.st_mode):
-            raise _refuse(text, f"is {_kind(found.st_mode)}; {rule}")
+            raise _refuse(text, f"is {_kind_of(found.st_mode)}; {rule}")
         if found is None:
             _parent_holds(text, path, rule)
         return path
