@@ -11,18 +11,14 @@ showed ``load`` as ``Cached``.
 
 from __future__ import annotations
 
-import re
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 from orch_helpers import by_role, task_runs
+from pasted_shell import FLOW_RUN, ROOT, fresh_shell, run_pasted, stop_managed_server
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
-
-ROOT = Path(__file__).resolve().parents[2]
-FLOW_RUN = re.compile(r"flow run:? (http://127\.0\.0\.1:\d+)/runs/flow-run/([0-9a-f-]{36})")
 
 
 def readme_block(heading: str = "## Your own project") -> str:
@@ -31,39 +27,14 @@ def readme_block(heading: str = "## Your own project") -> str:
     return section.split("```bash\n", 1)[1].split("```", 1)[0]
 
 
-def fresh_shell(tmp_path: Path) -> dict[str, str]:
-    home = tmp_path / "home"
-    home.mkdir()
-    (tmp_path / "tmp").mkdir()
-    return {
-        "HOME": str(home),
-        "PATH": "/usr/local/bin:/usr/bin:/bin",
-        "TMPDIR": str(tmp_path / "tmp"),
-        "LANG": "C.UTF-8",
-    }
-
-
 def test_the_readme_project_block_runs_as_pasted_and_resume_executes_only_the_stale_closure(tmp_path: Path) -> None:
     block = readme_block()
     assert "contextmesh init" in block and "contextmesh resume" in block
     assert (ROOT / ".venv" / "bin" / "activate").is_file(), "the block sources the venv 'Start here' makes"
     assert Path(sys.prefix).resolve() == (ROOT / ".venv").resolve(), "run the tests from the repository's .venv"
     env = fresh_shell(tmp_path)
-    script = tmp_path / "block.sh"
-    script.write_text(block, encoding="utf-8")
     try:
-        done = subprocess.run(
-            ["bash", "-e", "-o", "pipefail", str(script)],
-            cwd=ROOT,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=900,
-            check=False,
-        )
-        assert done.returncode == 0, f"exit {done.returncode}\nstdout:\n{done.stdout}\nstderr:\n{done.stderr}"
-        assert "Traceback" not in done.stderr, done.stderr
-        out = done.stdout
+        out = run_pasted(block, tmp_path, env, timeout=900)
         assert "DISPROVED prices are in euros" in out and "auditor: prices are in USD, not EUR" in out
         assert "would reject: the orders export lists every region" in out
         assert "ok: generation" in out and "ledger verifies" in out
@@ -76,12 +47,4 @@ def test_the_readme_project_block_runs_as_pasted_and_resume_executes_only_the_st
         assert set(cached) == {"load · cached"} and {r["state_name"] for r in cached.values()} == {"Cached"}
         assert "ROUND 3 · 2 executed, 1 cached" in out
     finally:
-        stopped = subprocess.run(
-            [str(ROOT / ".venv" / "bin" / "contextmesh"), "server", "stop"],
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=120,
-            check=False,
-        )
-        assert stopped.returncode == 0, stopped.stderr
+        stop_managed_server(env)

@@ -10,18 +10,16 @@ resume ran exactly the stale closure, with ``load`` ``Cached``; the server is st
 from __future__ import annotations
 
 import re
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 from orch_helpers import by_role, task_runs
+from pasted_shell import FLOW_RUN, ROOT, fresh_shell, run_pasted, stop_managed_server
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
-ROOT = Path(__file__).resolve().parents[2]
 TUTORIAL = ROOT / "docs" / "tutorial.md"
-FLOW_RUN = re.compile(r"flow run:? (http://127\.0\.0\.1:\d+)/runs/flow-run/([0-9a-f-]{36})")
 
 
 def bash_blocks(page: Path) -> list[str]:
@@ -32,25 +30,9 @@ def test_the_tutorial_runs_verbatim_from_init_to_an_agents_question(tmp_path: Pa
     blocks = bash_blocks(TUTORIAL)
     assert len(blocks) == 6 and "contextmesh init" in blocks[0] and "agent.py" in blocks[-1]
     assert Path(sys.prefix).resolve() == (ROOT / ".venv").resolve(), "run the tests from the repository's .venv"
-    home, scratch = tmp_path / "home", tmp_path / "tmp"
-    home.mkdir()
-    scratch.mkdir()
-    env = {"HOME": str(home), "PATH": "/usr/local/bin:/usr/bin:/bin", "TMPDIR": str(scratch), "LANG": "C.UTF-8"}
-    script = tmp_path / "tutorial.sh"
-    script.write_text("\n".join(blocks), encoding="utf-8")
+    env = fresh_shell(tmp_path)
     try:
-        done = subprocess.run(
-            ["bash", "-e", "-o", "pipefail", str(script)],
-            cwd=ROOT,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=1200,
-            check=False,
-        )
-        assert done.returncode == 0, f"exit {done.returncode}\nstdout:\n{done.stdout}\nstderr:\n{done.stderr}"
-        assert "Traceback" not in done.stderr, done.stderr
-        out = done.stdout
+        out = run_pasted("\n".join(blocks), tmp_path, env, timeout=1200)
         assert "ROUND 1 · 3 executed, 0 cached" in out
         assert "A: Priya Shah is on call for the Data Team this week." in out  # the document added in step 2
         assert "DISPROVED prices are in euros" in out and "from new source 'Finance: currency change'" in out
@@ -65,12 +47,4 @@ def test_the_tutorial_runs_verbatim_from_init_to_an_agents_question(tmp_path: Pa
         assert set(by_role(resumed, "worker")) == {"summarise", "publish"}
         assert {r["name"]: r["state_name"] for r in by_role(resumed, "cached").values()} == {"load · cached": "Cached"}
     finally:
-        stopped = subprocess.run(
-            [str(ROOT / ".venv" / "bin" / "contextmesh"), "server", "stop"],
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=120,
-            check=False,
-        )
-        assert stopped.returncode == 0, stopped.stderr
+        stop_managed_server(env)
