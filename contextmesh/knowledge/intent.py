@@ -35,7 +35,11 @@ _RELATIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
         ("contradicts",),
     ),
     (r"\bshow(ed|s|n)? that\b.*\b(not|never|no longer)\b", ("contradicts",)),
-    (r"\b(cite[sd]?|citing|point(s|ed)? to|refer(s|red)? to|quot(e|es|ed))\b", ("cites",)),
+    (
+        r"\b(cite[sd]?|citing|point(s|ed)? to|refer(s|red)? to|quot(e|es|ed)|implement(s|ed)?|"
+        r"based on|builds? on|draws? on)\b",
+        ("cites",),
+    ),
     (
         r"\b(depend(s|ed|ing)? on|rest(s|ed)? on|rel(y|ies|ied) on|take[sn]? for granted|presuppos(e|es|ed))\b",
         ("depends_on", "derived_from"),
@@ -62,7 +66,8 @@ _PAST = re.compile(
 )
 _CUE_WORDS = (
     "replace replaced superseded supersede supersedes contradict contradicts contradicted dispute disputes "
-    "disputed refute refuted disprove disproved cite cites cited point points depend depends rest rests "
+    "disputed refute refuted disprove disproved cite cites cited point points implement implements implemented "
+    "based builds draws depend depends rest rests "
     "rely relies produce produced produces bring brought create created support supports supported back "
     "justify justifies justified stand stands behind decision decisions assumption assumptions evidence claim "
     "claims statement statements"

@@ -8,6 +8,10 @@ so the path a walk shows is the path it scored. Two kinds of candidate:
   one edge of that relation away from a node the walk reached (the *anchor*): the path is the
   anchor's path plus that edge. The anchor is what the question describes, the answer is what
   stands across the relation from it ("what replaced X?" describes X and asks for its successor).
+  A citation points at a document (a link lands on its first sentence), so across a ``cites`` edge
+  to a claim every other claim of that claim's source is a candidate too, on the path
+  cited claim → source → claim. The other end is judged on the question's words the anchor does
+  not hold: those are what the question says about it.
 
 The score, with the weights of :class:`Weights` (calibrated on the development questions,
 ``docs/adr/0013-lexical-evidence.md`` and ``0014-walk-ranking-and-confidence.md``):
@@ -148,6 +152,10 @@ class AnswerIndex:
         """How many of the question's distinct stems the node holds."""
         return self.bm25.matched(node_id, self.terms(stems))
 
+    def held(self, node_id: str, stems: tuple[str, ...]) -> tuple[str, ...]:
+        """The question's folded terms the node holds, in question order."""
+        return self.bm25.held(node_id, self.terms(stems))
+
 
 def _body(node: NodeRecord, bodies: Mapping[str, str]) -> str:
     """A claim's span body (stored on it, or from the corpus), a decision's rationale; else nothing."""
@@ -229,7 +237,7 @@ def rank(
         crossed = last is not None and last in intent.edges
         out.append(Candidate(node_id, reach.trail, score, confidence, None, None, crossed))
     if intent.relational:
-        out.extend(_across(graph, reached, question, weights, base))
+        out.extend(_across(graph, index, reached, question, weights, base))
     out.sort(key=lambda c: (-c.score, c.hops, graph.seq(c.node_id)))
     if not intent.past:  # a question about what held before may be answered by what no longer stands
         out = _mark_fallen(graph, out)
@@ -275,6 +283,7 @@ def _shape(
 
 def _across(
     graph: ContextGraph,
+    index: AnswerIndex,
     reached: Mapping[str, Reach],
     question: _Question,
     weights: Weights,
@@ -287,6 +296,8 @@ def _across(
     for anchor_id in anchors:
         reach = reached[anchor_id]
         anchor_score, confidence = base(anchor_id)
+        held = set(index.held(anchor_id, question.terms))
+        rest = tuple(t for t in index.terms(question.terms) if t not in held)
         on_path = {step[1] for step in reach.trail}
         on_path.add(anchor_id)
         for edge in _relation_edges(graph, anchor_id, question.intent.edges):
@@ -296,14 +307,39 @@ def _across(
                 continue
             if not question.intent.direction_fits(edge.type, answer_is_source=not forward):
                 continue
-            own, own_confidence = base(other) if other in reached else (0.0, 0.0)
-            score = anchor_score + weights.other_end * own
-            score += _shape(graph, other, edge.type, reach.hops + 1, question, weights)
-            # Reached across the very relation the question asks about: a superseded or disputed
-            # node is what such a question asks for by name, so it is not barred as fallen.
-            # Either end may carry the question ("in the claims X rests on, how long…?" describes both).
-            sure = max(confidence, own_confidence)
-            yield Candidate(other, (*reach.trail, (edge.id, other, forward)), score, sure, anchor_id, None, True)
+            trail = (*reach.trail, (edge.id, other, forward))
+            ends = [(other, trail)]
+            if edge.type == "cites" and forward and graph.node(other).type == "claim":
+                ends.extend(_cited_document(graph, other, trail, on_path))
+            for end, end_trail in ends:
+                # The words the anchor does not hold are what the question says about the other end
+                # ("which vendor guidance do the readings in Incident 219 point to?": "vendor guidance").
+                own = index.bm25.coverage(end, rest) if rest else 0.0
+                score = anchor_score + weights.other_end * own
+                score += _shape(graph, end, edge.type, len(end_trail), question, weights)
+                # Reached across the very relation the question asks about: a superseded or disputed
+                # node is what such a question asks for by name, so it is not barred as fallen.
+                # Either end may carry the question ("in the claims X rests on, how long…?" describes both).
+                sure = max(confidence, base(end)[1] if end in reached else 0.0, own)
+                yield Candidate(end, end_trail, score, sure, anchor_id, None, True)
+
+
+def _cited_document(graph: ContextGraph, cited: str, trail: Trail, on_path: set[str]) -> list[tuple[str, Trail]]:
+    """The other claims of a cited claim's source, each on the path cited claim → source → claim.
+
+    A link points at a document (or its first sentence); what the question wants from that
+    document may be any of its sentences, so each is a candidate on a typed path through it.
+    """
+    out: list[tuple[str, Trail]] = []
+    for up in graph.out_edges(cited, ("derived_from",)):
+        source = graph.node(up.dst)
+        if source.type != "source" or not source.live:
+            continue
+        for down in graph.in_edges(source.id, ("derived_from",)):
+            sibling = graph.node(down.src)
+            if sibling.type == "claim" and sibling.live and sibling.id != cited and sibling.id not in on_path:
+                out.append((sibling.id, (*trail, (up.id, source.id, True), (down.id, sibling.id, False))))
+    return out
 
 
 def _relation_edges(graph: ContextGraph, node_id: str, types: tuple[str, ...]) -> list[EdgeRecord]:

@@ -1,0 +1,70 @@
+"""Structure in the ranking: a citation points at a document, the words the anchor does not hold describe
+the other end, and what a claim stood behind when its assumption was rejected (ADR 0022)."""
+
+from __future__ import annotations
+
+from test_traverse import Mesh
+
+from contextmesh.belief.assumptions import Assumptions
+from contextmesh.belief.decisions import DecisionLog
+from contextmesh.core.model import NodeRecord, Provenance
+from contextmesh.knowledge.intent import read_intent
+
+
+def _source(mesh: Mesh, title: str) -> NodeRecord:
+    return mesh.graph.add_node("source", title, attrs={"origin": f"test://{title}", "retrieved_at": None})
+
+
+def test_a_cited_claims_document_answers_with_the_sentence_the_question_describes() -> None:
+    mesh = Mesh()
+    contract = mesh.entity("Turbidity Contract")
+    design_note = _source(mesh, "Design note: two analysers")
+    lead = mesh.claim("This note proposes a second analyser on every filter.", source=design_note)
+    trip = mesh.claim("The filter alarm trips when either analyser reads high for a minute.", source=design_note)
+    anchor = mesh.claim("The Turbidity Contract publishes what the design note asks for.", contract)
+    mesh.graph.add_edge(anchor.id, "cites", lead.id)
+    walk = mesh.walker().ask("In the note the Turbidity Contract cites, when does the filter alarm trip?")
+    assert walk.dead_end is None
+    assert walk.answer_id == trip.id
+    # The path runs through the citation and the cited claim's document: a typed path, scored as shown.
+    assert [s.edge_type for s in walk.path[1:]] == ["mentions", "cites", "derived_from", "derived_from"]
+    assert [s.node_id for s in walk.path][-3:] == [lead.id, design_note.id, trip.id]
+
+
+def test_the_other_end_is_judged_on_the_words_the_anchor_does_not_hold() -> None:
+    mesh = Mesh()
+    grafana = mesh.entity("Grafana")
+    incident = _source(mesh, "Incident 219")
+    vendor = _source(mesh, "Vendor guidance")
+    readings = mesh.claim("Grafana readings showed 61 GiB at peak.", grafana, source=incident)
+    cause = mesh.claim("In Incident 219 the readings show the builder ran out of memory.", source=incident)
+    budget = mesh.claim("Budget no more than 56 GiB for each pod.", source=vendor)
+    mesh.graph.add_edge(readings.id, "cites", cause.id)
+    mesh.graph.add_edge(readings.id, "cites", budget.id)
+    walk = mesh.walker().ask("Which vendor guidance do the Grafana readings in Incident 219 point to?")
+    assert walk.dead_end is None
+    assert walk.answer_id == budget.id  # "incident 219" describes the readings, not what they point to
+
+
+def test_implementing_and_building_on_are_citations() -> None:
+    for question in ("Which design does the contract implement?", "What report is the plan based on?"):
+        assert "cites" in read_intent(question).edges
+
+
+def _rejected_ground(mesh: Mesh) -> tuple[NodeRecord, NodeRecord, NodeRecord]:
+    """A claim that supports a decision resting on an assumption an auditor's evidence then rejects."""
+    pool = mesh.entity("Build Pool")
+    design = _source(mesh, "Design doc")
+    claim = mesh.claim("Adding shards keeps every build inside the Build Pool limits.", pool, source=design)
+    ledger = Assumptions(mesh.graph)
+    assumption = ledger.assume("Shard count grows linearly")
+    DecisionLog(mesh.graph).decide(
+        "Rebuild in partitions",
+        rationale="shards stay small",
+        provenance=Provenance(source_id=design.id),
+        rests_on=[claim.id],
+        assumptions=[assumption.id],
+    )
+    evidence = mesh.graph.add_node("evidence", "One tenant filled 41 of 100 shards.", attrs={"kind": "observation"})
+    ledger.reject(assumption.id, evidence_id=evidence.id)
+    return pool, claim, evidence
