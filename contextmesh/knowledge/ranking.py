@@ -42,7 +42,7 @@ from typing import TYPE_CHECKING
 
 from contextmesh.knowledge.intent import Intent
 from contextmesh.knowledge.lexical import Bm25, LexicalDocument, fold, terms_of
-from contextmesh.knowledge.standing import fallen
+from contextmesh.knowledge.standing import doubted, fallen
 
 if TYPE_CHECKING:
     from contextmesh.core.graph import ContextGraph
@@ -96,6 +96,7 @@ class Candidate:
     anchor: str | None = None
     fallen: str | None = None
     crossed: bool = False
+    doubt: str | None = None
 
     @property
     def hops(self) -> int:
@@ -241,8 +242,40 @@ def rank(
     out.sort(key=lambda c: (-c.score, c.hops, graph.seq(c.node_id)))
     if not intent.past:  # a question about what held before may be answered by what no longer stands
         out = _mark_fallen(graph, out)
+        out.extend(_instead(graph, index, out, question, weights))
     out.sort(key=lambda c: (c.fallen is not None, -c.score, c.hops, graph.seq(c.node_id)))
     return out
+
+
+def _instead(
+    graph: ContextGraph, index: AnswerIndex, ranked: list[Candidate], question: _Question, weights: Weights
+) -> Iterable[Candidate]:
+    """What holds instead of a claim in doubt: the live claims and evidence that contradict it, or that it contradicts.
+
+    The question describes the doubted claim; what stands against it is the live answer to the
+    same question (ADR 0022), so it is a candidate on the doubted claim's path plus that edge,
+    judged as an across candidate is.
+    """
+    for candidate in ranked:
+        if candidate.doubt is None:
+            continue
+        held = set(index.held(candidate.node_id, question.terms))
+        rest = tuple(t for t in index.terms(question.terms) if t not in held)
+        on_path = {step[1] for step in candidate.trail} | {candidate.node_id}
+        for edge in _relation_edges(graph, candidate.node_id, ("contradicts",)):
+            forward = edge.src == candidate.node_id
+            other = edge.dst if forward else edge.src
+            if other in on_path or graph.node(other).type not in question.answer_types & {"claim", "evidence"}:
+                continue
+            if fallen(graph, other) is not None or doubted(graph, other) is not None:
+                continue
+            trail = (*candidate.trail, (edge.id, other, forward))
+            score = candidate.score + weights.other_end * (index.bm25.coverage(other, rest) if rest else 0.0)
+            score += _shape(graph, other, "contradicts", len(trail), question, weights) - _shape(
+                graph, candidate.node_id, None, candidate.hops, question, weights
+            )
+            crossed = "contradicts" in question.intent.edges
+            yield Candidate(other, trail, score, candidate.confidence, candidate.node_id, None, crossed)
 
 
 def _mark_fallen(graph: ContextGraph, ranked: list[Candidate]) -> list[Candidate]:
@@ -259,6 +292,10 @@ def _mark_fallen(graph: ContextGraph, ranked: list[Candidate]) -> list[Candidate
         why = fallen(graph, candidate.node_id) if candidate.anchor is None else None
         if why is not None:
             marked.append(replace(candidate, fallen=why))
+            continue
+        doubt = doubted(graph, candidate.node_id)
+        if doubt is not None:
+            marked.append(replace(candidate, doubt=doubt))
             continue
         standing += 1
         crossed += candidate.crossed

@@ -14,7 +14,9 @@ from a reached node; :mod:`~contextmesh.knowledge.ranking` scores each pair on l
 over headline and body (BM25F), the question's entities next to it, its intent and the path's
 length. The path shown is the path scored. A node that no longer stands (superseded, contradicted
 by live evidence, resting on a rejected assumption: :mod:`~contextmesh.knowledge.standing`) is
-never the answer unless the question asks across that very relation. Below a calibrated
+never the answer unless the question asks across that very relation; a claim that supported a
+decision resting on a since-rejected assumption is *in doubt*: it yields to any confident standing
+answer (what contradicts it among them) and, when it still answers, says so in ``notes`` (ADR 0022). Below a calibrated
 confidence the walk dead-ends instead (:mod:`~contextmesh.knowledge.confidence`), naming the best
 candidate it rejected; an acronym that could mean two entities is tried both ways and dead-ends
 naming both unless the context settles it.
@@ -41,7 +43,7 @@ Invariants:
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -209,6 +211,16 @@ def _step_dict(step: Step) -> dict[str, object]:
         "edge_id": step.edge_id,
         "direction": None if step.edge_type is None else ("out" if step.forward else "in"),
     }
+
+
+def _choose(candidates: Iterable[Candidate]) -> Candidate | None:
+    """The first candidate in doubt of none (:func:`~contextmesh.knowledge.standing.doubted`) when it is
+    confident, else the first confident one in doubt, else the first: what yields to what (ADR 0022)."""
+    pool = list(candidates)
+    clear = next((c for c in pool if c.doubt is None), None)
+    if clear is not None and sure(clear.confidence):
+        return clear
+    return next((c for c in pool if c.doubt is not None and sure(c.confidence)), clear or (pool[0] if pool else None))
 
 
 def _bodies_of(flat: FlatBaseline) -> dict[str, str]:
@@ -403,13 +415,13 @@ class Walker:
             weights=self.weights,
         )
         verdict: Verdict | None = None
-        best = ranked[0] if ranked and ranked[0].fallen is None else None
+        best = _choose(c for c in ranked if c.fallen is None)
         strict = [e for e in intent.edges if e in STRICT_RELATIONS]
         if not ranked:
             verdict = no_candidate(self.graph, seeds, found.reached, found.blocked)
         elif strict:
             # The question asks across a relation: only an answer across it will do.
-            best = next((c for c in ranked if c.fallen is None and c.crossed), None)
+            best = _choose(c for c in ranked if c.fallen is None and c.crossed)
             if best is None or not sure(best.confidence):
                 verdict = no_relation(self.graph, strict, ranked)
         if verdict is None and (best is None or not sure(best.confidence)):
@@ -430,6 +442,8 @@ class Walker:
         walk.path = self._steps(best.node_id, best.trail)
         walk.justification = self._justify(best.node_id)
         walk.notes = live_contradictions(self.graph, best.node_id)
+        if best.doubt is not None:
+            walk.notes.append(f"in doubt: {best.doubt}")
         walk.tokens = sum(estimate_tokens(step.label) for step in walk.path)
 
     def _steps(self, node_id: str, trail: Trail) -> list[Step]:

@@ -68,3 +68,42 @@ def _rejected_ground(mesh: Mesh) -> tuple[NodeRecord, NodeRecord, NodeRecord]:
     evidence = mesh.graph.add_node("evidence", "One tenant filled 41 of 100 shards.", attrs={"kind": "observation"})
     ledger.reject(assumption.id, evidence_id=evidence.id)
     return pool, claim, evidence
+
+
+def test_a_claim_that_stood_behind_a_rejected_assumption_answers_only_with_the_reason() -> None:
+    mesh = Mesh()
+    _, claim, _ = _rejected_ground(mesh)
+    walk = mesh.walker().ask("Does adding shards keep every build inside the Build Pool limits?")
+    assert walk.dead_end is None
+    assert walk.answer_id == claim.id  # nothing else answers: the claim still stands, but says why it is doubted
+    assert walk.notes == [
+        "in doubt: it supported decision 'Rebuild in partitions', which rested on the assumption 'Shard count "
+        "grows linearly', rejected by evidence 'One tenant filled 41 of 100 shards.'"
+    ]
+
+
+def test_what_contradicts_a_doubted_claim_answers_instead() -> None:
+    mesh = Mesh()
+    pool, claim, _ = _rejected_ground(mesh)
+    against = mesh.claim("One tenant filled 41 of the shards, so builds outgrew the Build Pool limits.", pool)
+    mesh.graph.add_edge(against.id, "contradicts", claim.id)
+    walk = mesh.walker().ask("Does adding shards keep every build inside the Build Pool limits?")
+    assert walk.dead_end is None
+    assert walk.answer_id == against.id
+    assert walk.path[-2].node_id == claim.id and walk.path[-1].edge_type == "contradicts"
+    assert walk.notes == [f"contradicts claim '{claim.label}'"]
+
+
+def test_a_repair_that_rests_on_the_claim_again_clears_the_doubt() -> None:
+    mesh = Mesh()
+    _, claim, _ = _rejected_ground(mesh)
+    fresh = Assumptions(mesh.graph).assume("Shard count follows the largest tenant")
+    DecisionLog(mesh.graph).decide(
+        "Rebuild in tenant partitions",
+        rationale="repaired",
+        provenance=Provenance(source_id=mesh.notes.id),
+        rests_on=[claim.id],
+        assumptions=[fresh.id],
+    )
+    walk = mesh.walker().ask("Does adding shards keep every build inside the Build Pool limits?")
+    assert walk.answer_id == claim.id and walk.notes == []
