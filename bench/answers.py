@@ -1,10 +1,12 @@
 """Answer accuracy: ContextMesh's walk against BM25 over the same spans, by corpus, kind and split.
 
-    .venv/bin/python bench/answers.py [--heldout] [--misses] [--corpus demo,water,project]
+    .venv/bin/python bench/answers.py [--heldout] [--misses] [--corpus demo,water,project,groundstation]
                                       [--lexical own|bm25s] [--passes 3]
 
 The question sets are ``tests/data/corpora/{demo,water}/questions.json`` (see the README beside
-them) and the project's own ``tests/data/questions.json``. Every question is asked on a world
+them), the project's own ``tests/data/questions.json`` and a development-only set over a third
+domain's documents (``tests/data/corpora/groundstation/``: written after reading the walker, so
+it is never held out). Every question is asked on a world
 built for its state (``now``, after a scenario, or ``--as-of`` a date) with the resolver as it
 was after the build, so no question teaches another an alias.
 
@@ -141,7 +143,17 @@ def _water_corpus() -> Corpus:
 
 
 def _water_world() -> World:
-    corpus = _water_corpus()
+    return _folder_world(_water_corpus())
+
+
+def _folder_corpus(questions: Path) -> Corpus:
+    """The documents folder and entities file a question set names (paths from the repository root)."""
+    data = json.loads(questions.read_text())
+    corpus, _ = read_folder([ROOT / data["documents"]], entities=ROOT / data["entities"])
+    return corpus
+
+
+def _folder_world(corpus: Corpus) -> World:
     embedder = HashedEmbedder()
     result = build(corpus, embedder=embedder)
     flat = FlatBaseline(result.chunks, embedder)
@@ -304,6 +316,13 @@ def run(corpora: Sequence[str], lexical: str) -> dict[str, list[Outcome]]:
         results["water"] = _grade_set(
             "water", _load(WATER / "questions.json"), lambda q: None if _waits(q) else water, baseline
         )
+    if "groundstation" in corpora:
+        path = CORPORA / "groundstation" / "questions.json"
+        corpus = _folder_corpus(path)
+        station = _folder_world(corpus)
+        results["groundstation"] = _grade_set(
+            "groundstation", _load(path), lambda q: station, Baseline(_corpus_spans(corpus), lexical)
+        )
     return results
 
 
@@ -399,7 +418,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--heldout", action="store_true", help="also evaluate the held-out halves (per kind only)")
     parser.add_argument("--misses", action="store_true", help="print every dev miss with its answer and path")
-    parser.add_argument("--corpus", default="demo,water,project")
+    parser.add_argument("--corpus", default="demo,water,project,groundstation")
     parser.add_argument("--lexical", choices=("own", "bm25s"), default="own", help="the BM25 baseline's implementation")
     parser.add_argument("--passes", type=int, default=3)
     args = parser.parse_args(argv)
