@@ -1,12 +1,13 @@
 """Answer accuracy: ContextMesh's walk against BM25 over the same spans, by corpus, kind and split.
 
-    .venv/bin/python bench/answers.py [--heldout] [--misses] [--corpus demo,water,project,groundstation]
+    .venv/bin/python bench/answers.py [--heldout] [--misses] [--corpus demo,water,project,groundstation,demo-extra]
                                       [--lexical own|bm25s] [--passes 3]
 
 The question sets are ``tests/data/corpora/{demo,water}/questions.json`` (see the README beside
 them), the project's own ``tests/data/questions.json`` and a development-only set over a third
-domain's documents (``tests/data/corpora/groundstation/``: written after reading the walker, so
-it is never held out). Every question is asked on a world
+domain's documents (``tests/data/corpora/groundstation/``) and one over the demo corpus for the
+multi-hop kinds (``tests/data/corpora/demo-extra/``), both written after reading the walker, so
+never held out. Every question is asked on a world
 built for its state (``now``, after a scenario, or ``--as-of`` a date) with the resolver as it
 was after the build, so no question teaches another an alias.
 
@@ -66,6 +67,7 @@ from contextmesh.knowledge.traverse import Walk, Walker
 ROOT = Path(__file__).resolve().parent.parent
 CORPORA = ROOT / "tests" / "data" / "corpora"
 WATER = CORPORA / "water"
+DEV_ONLY = frozenset({"project", "demo-extra", "groundstation"})  # sets whose questions are all known
 DECISION_ONLY_EDGES = frozenset({"depends_on", "produces", "supports", "justified_by"})
 
 
@@ -302,12 +304,15 @@ def run(corpora: Sequence[str], lexical: str) -> dict[str, list[Outcome]]:
             demo_worlds[state] = _demo_world(state)
         return demo_worlds[state]
 
-    if "demo" in corpora or "project" in corpora:
+    if {"demo", "demo-extra", "project"} & set(corpora):
         from contextmesh.demo.knowledge import load_demo
 
         demo_baseline = Baseline(_corpus_spans(load_demo()[0]), lexical)
         if "demo" in corpora:
             results["demo"] = _grade_set("demo", _load(CORPORA / "demo" / "questions.json"), demo, demo_baseline)
+        if "demo-extra" in corpora:
+            extra = _load(CORPORA / "demo-extra" / "questions.json")
+            results["demo-extra"] = _grade_set("demo-extra", extra, demo, demo_baseline)
         if "project" in corpora:
             results["project"] = _grade_set("project", _project_questions(), demo, demo_baseline)
     if "water" in corpora:
@@ -418,7 +423,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--heldout", action="store_true", help="also evaluate the held-out halves (per kind only)")
     parser.add_argument("--misses", action="store_true", help="print every dev miss with its answer and path")
-    parser.add_argument("--corpus", default="demo,water,project,groundstation")
+    parser.add_argument("--corpus", default="demo,water,project,groundstation,demo-extra")
     parser.add_argument("--lexical", choices=("own", "bm25s"), default="own", help="the BM25 baseline's implementation")
     parser.add_argument("--passes", type=int, default=3)
     args = parser.parse_args(argv)
@@ -427,7 +432,7 @@ def main(argv: list[str] | None = None) -> int:
     splits = ("dev", "heldout") if args.heldout else ("dev",)
     for name, outcomes in results.items():
         for split in splits:
-            if name == "project" and split == "heldout":
+            if name in DEV_ONLY and split == "heldout":
                 continue
             _table(name, split, outcomes)
         if args.misses:

@@ -36,10 +36,11 @@ _RELATIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ),
     (r"\bshow(ed|s|n)? that\b.*\b(not|never|no longer)\b", ("contradicts",)),
     (
-        r"\b(cite[sd]?|citing|point(s|ed)? to|refer(s|red)? to|quot(e|es|ed)|implement(s|ed)?|"
-        r"based on|builds? on|draws? on)\b",
+        r"\b(cite[sd]?|citing|point(s|ed)? to|refer(s|red)? to|quot(e|es|ed)|implement(s|ed)?)\b",
         ("cites",),
     ),
+    # "Based on" reads as "rests on" (a decision's assumptions and claims) as often as a citation.
+    (r"\b(based on|builds? on|built on|draws? on)\b", ("depends_on", "derived_from", "cites")),
     (
         r"\b(depend(s|ed|ing)? on|rest(s|ed)? on|rel(y|ies|ied) on|take[sn]? for granted|presuppos(e|es|ed))\b",
         ("depends_on", "derived_from"),

@@ -289,7 +289,9 @@ def _mark_fallen(graph: ContextGraph, ranked: list[Candidate]) -> list[Candidate
     for index, candidate in enumerate(ranked):
         if standing >= _EXAMINED and crossed >= 1:
             return marked + ranked[index:]
-        why = fallen(graph, candidate.node_id) if candidate.anchor is None else None
+        # Reached over the very relation the question asks about ("which decision created X?"),
+        # a node that has since been superseded is still the answer to it, as an across one is.
+        why = fallen(graph, candidate.node_id) if candidate.anchor is None and not candidate.crossed else None
         if why is not None:
             marked.append(replace(candidate, fallen=why))
             continue

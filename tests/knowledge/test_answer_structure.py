@@ -107,3 +107,21 @@ def test_a_repair_that_rests_on_the_claim_again_clears_the_doubt() -> None:
     )
     walk = mesh.walker().ask("Does adding shards keep every build inside the Build Pool limits?")
     assert walk.answer_id == claim.id and walk.notes == []
+
+
+def test_based_on_reads_as_rests_on_as_well_as_a_citation() -> None:
+    intent = read_intent("Which assumption is the decision that produced the merger built on?")
+    assert {"depends_on", "derived_from", "cites"} <= set(intent.edges)
+
+
+def test_a_superseded_node_reached_over_the_relation_asked_for_still_answers() -> None:
+    mesh = Mesh()
+    shard_map = mesh.entity("Shard Map")
+    log = DecisionLog(mesh.graph)
+    provenance = Provenance(source_id=mesh.notes.id)
+    first = log.decide("Key shards on position", rationale="simple", provenance=provenance, produces=[shard_map.id])
+    log.decide("Key shards on tenant", rationale="skew", provenance=provenance, supersedes=first.id)
+    walk = mesh.walker().ask("Which decision created the Shard Map?")
+    assert walk.dead_end is None
+    assert walk.answer_id == first.id  # superseded since, but it is what created the map
+    assert walk.path[-1].edge_type == "produces"
