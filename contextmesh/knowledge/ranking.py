@@ -70,6 +70,7 @@ class Weights:
     other_end: float = 0.2
     causal: float = 0.1
     hop: float = 0.02
+    unheld: float = 0.5
 
 
 @dataclass(frozen=True)
@@ -216,10 +217,20 @@ def rank(
     # words by idf instead was tried and lost on the development questions: ADR 0014.)
     share_of_words = distinct / (distinct + weights.entity_terms * seeds) if distinct or seeds else 0.0
 
+    # The question's words the collection uses somewhere (a word nobody uses says nothing: it may be
+    # a paraphrase).
+    known = tuple(term for term in dict.fromkeys(index.terms(terms)) if index.bm25.idf(term) > 0.0)
+    plain = not intent.relational and intent.node_type is None
+
     def base(node_id: str) -> tuple[float, float]:
         if node_id not in match:
             lexical = index.coverage(node_id, terms)
             share = reached[node_id].near_seeds / seeds if seeds and node_id in reached else 0.0
+            if seeds == 1 and known and share > 0.0 and plain and not index.bm25.held(node_id, known):
+                # Next to the one entity named and holding none of the question's other words that
+                # the collection uses: the node shows the entity exists, not that it answers. (A
+                # question that names a relation or a node type is answered by structure as well.)
+                share *= 1.0 - weights.unheld
             confidence = share_of_words * lexical + (1.0 - share_of_words) * share
             match[node_id] = (confidence, confidence)
         return match[node_id]

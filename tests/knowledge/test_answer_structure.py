@@ -125,3 +125,16 @@ def test_a_superseded_node_reached_over_the_relation_asked_for_still_answers() -
     assert walk.dead_end is None
     assert walk.answer_id == first.id  # superseded since, but it is what created the map
     assert walk.path[-1].edge_type == "produces"
+
+
+def test_a_claim_holding_none_of_the_words_the_collection_uses_only_shows_the_entity_exists() -> None:
+    mesh = Mesh()
+    store = mesh.entity("Object Store")
+    mesh.claim("Embeddings are read in order from the Object Store.", store)
+    mesh.claim("Archive storage costs twenty dollars per terabyte each month.", source=_source(mesh, "Price list"))
+    walker = mesh.walker()
+    asked = walker.ask("What does the Object Store cost per terabyte?")
+    assert asked.dead_end is not None  # "cost" and "terabyte" are words the collection uses elsewhere
+    assert "Embeddings are read" in (asked.dead_end.rejected or "")
+    paraphrase = walker.ask("What does the Object Store hand over?")  # words nobody uses: no evidence
+    assert paraphrase.dead_end is None and "Embeddings are read" in (paraphrase.answer or "")
