@@ -69,9 +69,8 @@ _CUE_WORDS = (
     "replace replaced superseded supersede supersedes contradict contradicts contradicted dispute disputes "
     "disputed refute refuted disprove disproved cite cites cited point points implement implements implemented "
     "based builds draws depend depends rest rests "
-    "rely relies produce produced produces bring brought create created support supports supported back "
-    "justify justifies justified stand stands behind decision decisions assumption assumptions evidence claim "
-    "claims statement statements"
+    "rely relies produce produced produces bring brought create created decision decisions assumption "
+    "assumptions evidence claim claims statement statements"
 )
 _CUES = frozenset(content_stems(_CUE_WORDS))
 

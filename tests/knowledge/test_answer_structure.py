@@ -138,3 +138,12 @@ def test_a_claim_holding_none_of_the_words_the_collection_uses_only_shows_the_en
     assert "Embeddings are read" in (asked.dead_end.rejected or "")
     paraphrase = walker.ask("What does the Object Store hand over?")  # words nobody uses: no evidence
     assert paraphrase.dead_end is None and "Embeddings are read" in (paraphrase.answer or "")
+
+
+def test_the_words_of_a_loose_relation_stay_lexical_evidence() -> None:
+    # "support" names a relation too common in plain wording to bar other answers (ADR 0014), so it is
+    # also what the question says: "supports each unit for ten years" must still match it.
+    plain = read_intent("For how long does the vendor support each analyser it ships?")
+    assert "supports" in plain.edges and "support" not in plain.cues
+    strict = read_intent("What replaced the polling rule?")
+    assert strict.cues and all(cue.startswith("replac") for cue in strict.cues)  # a strict relation's verb is not
