@@ -23,7 +23,8 @@ An **ambiguous mention** is an acronym that could mean two or more entities: the
 the initials of their name without its first word (the generic part people abbreviate:
 "Eastfield Sewage Treatment Plant" is an "STP"), or an alias. :func:`ambiguous_acronyms` finds
 them; the walk tries each reading and dead-ends as ``entity_unresolved`` naming the candidates
-unless the context makes one reading clearly better (:data:`READING_MARGIN`).
+unless the context makes one reading clearly better (:data:`READING_MARGIN`) or every reading finds
+the same answer, and that answer holds two or more of the question's other words.
 """
 
 from __future__ import annotations

@@ -364,7 +364,11 @@ class Walker:
             readings.append((trial.confidence if trial.dead_end is None else 0.0, trial))
         ranked = sorted(range(len(readings)), key=lambda i: (-readings[i][0], i))
         best, runner_up = readings[ranked[0]], readings[ranked[1]]
-        if best[1].dead_end is None and best[0] - runner_up[0] >= READING_MARGIN and self._context(best[1], terms):
+        # The context settles it when one reading is clearly better — or when every reading finds the
+        # same answer: then which entity was meant does not change what the question is answered with.
+        agreed = all(trial.dead_end is None and trial.answer_id == best[1].answer_id for _, trial in readings)
+        settled = best[0] - runner_up[0] >= READING_MARGIN or agreed
+        if best[1].dead_end is None and settled and self._context(best[1], terms):
             return best[1]
         names = " or ".join(f"'{self.resolver.canonical.get(m, m)}'" for m in meanings)
         walk.dead_end = DeadEnd(

@@ -147,3 +147,18 @@ def test_the_words_of_a_loose_relation_stay_lexical_evidence() -> None:
     assert "supports" in plain.edges and "support" not in plain.cues
     strict = read_intent("What replaced the polling rule?")
     assert strict.cues and all(cue.startswith("replac") for cue in strict.cues)  # a strict relation's verb is not
+
+
+def test_an_ambiguous_acronym_answers_when_every_reading_finds_the_same_answer() -> None:
+    mesh = Mesh()
+    runbook, review = mesh.entity("Rebuild Runbook"), mesh.entity("Reliability Review")
+    escalate = mesh.claim(
+        "The Rebuild Runbook escalates to the platform team when three shards fail in a night.", runbook
+    )
+    mesh.claim("The Reliability Review meets once a month.", review)
+    walk = mesh.walker().ask("What does the RR say to do when three shards fail in one night?")
+    assert walk.dead_end is None
+    assert walk.answer_id == escalate.id
+    differing = mesh.walker().ask("What is the RR?")  # the readings answer differently: ask which
+    assert differing.dead_end is not None and differing.dead_end.reason == "entity_unresolved"
+    assert set(differing.dead_end.candidates) == {"Rebuild Runbook", "Reliability Review"}
