@@ -43,7 +43,7 @@ Invariants:
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -53,6 +53,7 @@ from contextmesh.knowledge.confidence import (
     STRICT_RELATIONS,
     Verdict,
     ambiguous_acronyms,
+    choose,
     doubt,
     initials_index,
     no_candidate,
@@ -211,16 +212,6 @@ def _step_dict(step: Step) -> dict[str, object]:
         "edge_id": step.edge_id,
         "direction": None if step.edge_type is None else ("out" if step.forward else "in"),
     }
-
-
-def _choose(candidates: Iterable[Candidate]) -> Candidate | None:
-    """The first candidate in doubt of none (:func:`~contextmesh.knowledge.standing.doubted`) when it is
-    confident, else the first confident one in doubt, else the first: what yields to what (ADR 0022)."""
-    pool = list(candidates)
-    clear = next((c for c in pool if c.doubt is None), None)
-    if clear is not None and sure(clear.confidence):
-        return clear
-    return next((c for c in pool if c.doubt is not None and sure(c.confidence)), clear or (pool[0] if pool else None))
 
 
 def _bodies_of(flat: FlatBaseline) -> dict[str, str]:
@@ -419,13 +410,13 @@ class Walker:
             weights=self.weights,
         )
         verdict: Verdict | None = None
-        best = _choose(c for c in ranked if c.fallen is None)
+        best = choose(c for c in ranked if c.fallen is None)
         strict = [e for e in intent.edges if e in STRICT_RELATIONS]
         if not ranked:
             verdict = no_candidate(self.graph, seeds, found.reached, found.blocked)
         elif strict:
             # The question asks across a relation: only an answer across it will do.
-            best = _choose(c for c in ranked if c.fallen is None and c.crossed)
+            best = choose(c for c in ranked if c.fallen is None and c.crossed)
             if best is None or not sure(best.confidence):
                 verdict = no_relation(self.graph, strict, ranked)
         if verdict is None and (best is None or not sure(best.confidence)):
