@@ -19,7 +19,9 @@ The score, with the weights of :class:`Weights` (calibrated on the development q
 * ``lexical`` × BM25F coverage (headline and body) of the question's residual stems — what it
   says beyond the entities it names and the relation cues — by the node (direct) or by the anchor
   (across; plus ``other_end`` × the answer's own coverage);
-* ``entities`` × the share of the question's resolved entities within one edge of that node;
+* ``entities`` × the share of the question's resolved entities within one edge of that node —
+  counted at ``1 − unheld`` for a plain question naming one entity when the node holds none of
+  the question's words the collection uses elsewhere (it shows the entity exists, not an answer);
 * ``intent`` when the path's last edge is of a type the question asks across, ``node_type`` when
   the answer is of the type asked for ("which decision…"), ``causal`` for a *why* question
   answered by a node that states a cause;
@@ -28,6 +30,11 @@ The score, with the weights of :class:`Weights` (calibrated on the development q
 The **confidence** of a candidate is the share of the question it carries: the lexical coverage
 of the node that matches the question (the anchor's for an across candidate), or, when the
 question says nothing beyond its entities, the entity share.
+
+What no longer stands is marked (:mod:`~contextmesh.knowledge.standing`): a *fallen* node ranks
+after every standing one unless it was reached over the relation asked for; a claim *in doubt*
+(it supported a decision resting on a rejected assumption) keeps its place, and the live claims
+and evidence that contradict it become candidates on its path (ADR 0022).
 
 Invariant: deterministic — candidates are built in reach order and ties break by fewer hops,
 then the graph's insertion sequence.
