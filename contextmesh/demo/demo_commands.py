@@ -125,10 +125,14 @@ class _Handlers:
 
     def demo(self, args: argparse.Namespace) -> Result:
         """``contextmesh demo``: build, walk, three questions, the break, health — then the plan on Prefect."""
-        from contextmesh.demo.demo_story import execution_half  # noqa: PLC0415 - Prefect only when it runs
+        from contextmesh.demo.demo_story import ServerWarmup, execution_half  # noqa: PLC0415
 
+        warmup = ServerWarmup()
+        if args.executor == "prefect":
+            warmup.start()  # the server starts while the graph builds
         data, text = self._knowledge_half(args)
-        executed, more = execution_half(self.kit, executor=args.executor, threads=args.threads)
+        warmup.join()
+        executed, more = execution_half(self.kit, executor=args.executor, threads=args.threads, warmed=warmup.started)
         return {**data, "execution": executed}, f"{text}\n\n{more}"
 
     def _knowledge_half(self, args: argparse.Namespace) -> Result:

@@ -12,6 +12,7 @@ does the same), so the links still open when the command has ended; the note say
 from __future__ import annotations
 
 import tempfile
+import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -21,9 +22,52 @@ if TYPE_CHECKING:
     from contextmesh.demo.demo_commands import Kit
     from contextmesh.demo.on_prefect import PrefectWalkthrough
 
-__all__ = ["execution_half", "open_in_ui"]
+__all__ = ["ServerWarmup", "execution_half", "open_in_ui"]
 
 HEADER = "THE EXECUTION HALF · the secure-authentication plan, each decision a task"
+
+
+class ServerWarmup:
+    """Start the managed server (kept) in a thread while the knowledge half builds, when none is configured.
+
+    The server is another process, so its start-up (tens of seconds on a loaded machine) overlaps
+    the graph build instead of following it. ``join`` re-raises what starting it raised; the
+    execution half then finds the server running.
+    """
+
+    def __init__(self) -> None:
+        self._failed: BaseException | None = None
+        self._thread: threading.Thread | None = None
+        self.started = False  # True once this warm-up started a server that was not running
+
+    def start(self) -> ServerWarmup:
+        """Begin, unless a Prefect API is configured (environment or profile): then nothing is started."""
+        from contextmesh.orchestration.local_server import configured_api_url  # noqa: PLC0415
+        from contextmesh.orchestration.settings import prepare_environment  # noqa: PLC0415
+
+        prepare_environment()  # before Prefect's settings are first read, as every command does
+        if not configured_api_url():
+            self._thread = threading.Thread(target=self._run, name="contextmesh-server-warmup", daemon=True)
+            self._thread.start()
+        return self
+
+    def _run(self) -> None:
+        from contextmesh.orchestration.commands import server_command  # noqa: PLC0415 - Prefect-free module
+
+        try:
+            status, _ = server_command("status")
+            if not status.get("running"):
+                server_command("start")
+                self.started = True
+        except BaseException as exc:  # handed to join, in the command's thread
+            self._failed = exc
+
+    def join(self) -> None:
+        """Wait for the start; re-raise its failure."""
+        if self._thread is not None:
+            self._thread.join()
+        if self._failed is not None:
+            raise self._failed
 
 
 def open_in_ui(walk: PrefectWalkthrough) -> list[str]:
@@ -40,8 +84,9 @@ def open_in_ui(walk: PrefectWalkthrough) -> list[str]:
     return lines
 
 
-def execution_half(kit: Kit, *, executor: str, threads: int) -> tuple[dict[str, Any], str]:
-    """Run the plan's walk-through where ``executor`` says; its data and its text."""
+def execution_half(kit: Kit, *, executor: str, threads: int, warmed: bool = False) -> tuple[dict[str, Any], str]:
+    """Run the plan's walk-through where ``executor`` says; its data and its text (``warmed``: the
+    server was started by :class:`ServerWarmup` for this command)."""
     from contextmesh.demo.transcript import render_walkthrough  # noqa: PLC0415
 
     def round_text(report: Any, **options: Any) -> str:
@@ -57,6 +102,11 @@ def execution_half(kit: Kit, *, executor: str, threads: int) -> tuple[dict[str, 
     from contextmesh.demo.on_prefect import execute_on_prefect  # noqa: PLC0415 - Prefect only here
 
     done, note = execute_on_prefect(None, None, threads=threads, keep_server=True)
+    if warmed and not note:
+        note = (
+            f"started a Prefect server for this command at {done.ui_url} and kept it running, so these pages "
+            "open; `contextmesh server stop` stops it"
+        )
     lines = [f"{HEADER} run on Prefect", "", render_walkthrough(done, round_text, urls=done.urls), ""]
     lines += open_in_ui(done)
     if note:
