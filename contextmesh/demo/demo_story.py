@@ -111,4 +111,4 @@ def execution_half(kit: Kit, *, executor: str, threads: int, warmed: bool = Fals
     lines += open_in_ui(done)
     if note:
         lines.append(f"  ({note})")
-    return {"executor": "prefect", **done.to_dict()}, "\n".join(lines)
+    return {"executor": "prefect", "note": note or None, **done.to_dict()}, "\n".join(lines)
