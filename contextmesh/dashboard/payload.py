@@ -22,23 +22,21 @@ and compares bytes with the committed ``dashboard/data/mesh.json``).
 
 from __future__ import annotations
 
-import tempfile
 from collections import Counter
 from pathlib import Path
 from statistics import median
 from typing import TYPE_CHECKING, Any
 
+from contextmesh.core.errors import ContextMeshError
 from contextmesh.core.graph import ContextGraph
 from contextmesh.dashboard.marks import EDGE_CAP, HEIGHT, NODE_CAP, WIDTH, sample
-from contextmesh.demo.execute import run_walkthrough
-from contextmesh.demo.knowledge import break_sizing_assumption, build_world, round_questions
-from contextmesh.demo.saved import open_demo_session
 from contextmesh.execution.plan import Plan, Task
 from contextmesh.formats.run_ledger import EVENTS
 from contextmesh.knowledge.health import check
 from contextmesh.knowledge.pipeline import BuildReport
 from contextmesh.knowledge.resolve import Resolver
 from contextmesh.knowledge.traverse import Walker
+from contextmesh.project.bundled import bundled_project, extension_of
 
 if TYPE_CHECKING:
     from contextmesh.session.session import Session
@@ -73,23 +71,31 @@ def build_payload(
 def demo_payload(rounds: int = DEFAULT_ROUNDS, *, feed: Path | None = None) -> dict[str, Any]:
     """The bundled demo: build, ``rounds`` walk rounds, the sizing assumption broken, and the
     execute walk-through (round 1, advisory, recheck, repair, round 3) for the execution panel."""
-    world = build_world(rounds)
-    break_sizing_assumption(world)
-    if feed is None:
-        with tempfile.TemporaryDirectory(prefix="contextmesh-export-") as scratch:
-            walkthrough = run_walkthrough(feed=Path(scratch) / "advisories.json")
-    else:
-        walkthrough = run_walkthrough(feed=feed)
-    source = {"kind": "demo", "walk_rounds": world.walk_rounds, "plan": walkthrough.runner.name}
+    # The bundled example project's story, through its extension (ADR 0023): the graph walked and
+    # broken, and its plan's walk-through run in memory.
+    world, runner = _bundled("showcase")(rounds, _settings(feed))
+    source = {"kind": "demo", "walk_rounds": world.walk_rounds, "plan": runner.name}
     return assemble(
         world.graph,
         resolver=world.result.resolver,
         walker=world.walker,
         walk_rounds=world.walk_rounds,
         build=world.result.report,
-        runner=walkthrough.runner,
+        runner=runner,
         source=source,
     )
+
+
+def _settings(feed: Path | None) -> dict[str, Path]:
+    """The bundled project's settings this export was given (its auditor's file)."""
+    return {} if feed is None else {"feed": feed}
+
+
+def _bundled(part: str) -> Any:
+    found = getattr(extension_of(bundled_project()), part, None)
+    if not callable(found):
+        raise ContextMeshError(f"the bundled example project's extension has no {part!r}")
+    return found
 
 
 def session_payload(
@@ -100,8 +106,8 @@ def session_payload(
     question mix asked in memory (a session keeps walk telemetry, not the walks), and nothing is
     committed."""
     if session is None:
-        session = open_demo_session(directory, feed=feed, policy="never")
-    questions = round_questions()
+        session = bundled_project(_settings(feed)).open_session(directory, policy="never")
+    questions = _bundled("questions")()
     for _ in range(rounds):
         for question in questions:
             session.walker.ask(question)
