@@ -104,9 +104,11 @@ class JournalState:
     at_snapshot: ResolverMark
     at_commit: ResolverMark
     tracker: GraphChanges = field(init=False)
+    build: int = field(init=False)  # the graph's build clock as last committed (not a record: no hook)
 
     def __post_init__(self) -> None:
         self.tracker = track(self.graph)
+        self.build = self.graph.build
 
     @classmethod
     def loaded(
@@ -164,6 +166,7 @@ class CommitPlan:
         state.since_snapshot.absorb(state.tracker.take())  # the snapshot did not move
         state.segments = list(manifest.journal)
         state.at_commit = resolver_mark(resolver)
+        state.build = graph.build
         return state
 
 
@@ -205,7 +208,7 @@ def plan_commit(state: JournalState | None, directory: Path, graph: ContextGraph
         return _full(graph, resolver)
     carried: dict[str, Payload] = dict(state.snapshot)
     changes = state.tracker
-    if not changes and not delta[0] and not delta[1]:
+    if not changes and not delta[0] and not delta[1] and graph.build == state.build:
         carried.update({f"journal[{i}]": segment for i, segment in enumerate(state.segments)})
         return CommitPlan("unchanged", carried)
     limit = journal_limit(state.snapshot["graph"].bytes)

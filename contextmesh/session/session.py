@@ -267,8 +267,11 @@ class Session:
             payload["runledger"] = self.runner.ledger.dump()
         return payload
 
-    def commit(self, *, lock_wait: float = 2.0, signer: NoteSigner | None = None) -> int:
+    def commit(self, *, lock_wait: float = 2.0, signer: NoteSigner | None = None, snapshot: bool = False) -> int:
         """Publish the next generation if the directory is still at the one this session loaded.
+
+        The generation journals what changed since the last one (ADR 0020); ``snapshot`` writes the
+        graph, telemetry and resolver whole instead, with an empty journal (a compaction on demand).
 
         The ledger's tree head is recorded and, with the deployment's key — ``signer``, else
         ``$CONTEXTMESH_LEDGER_KEY``, else the file ``$CONTEXTMESH_LEDGER_KEY_FILE`` names — signed as the
@@ -291,7 +294,7 @@ class Session:
             ledger_head=head,
         )
         try:
-            plan = plan_commit(self._journal, self.directory, self.graph, self.resolver)
+            plan = plan_commit(None if snapshot else self._journal, self.directory, self.graph, self.resolver)
             companions: dict[str, bytes | Companion] = dict(plan.payload)
             if self.runner is not None:
                 companions["execution"] = dump_plan(self.runner)
