@@ -288,7 +288,9 @@ def _upsert(table: list[Any], records: list[dict[str, Any]], where: dict[str, in
         held = table[at]
         if type(held) is dict and "type" in record and held.get("type") != record.get("type"):
             raise SnapshotError(
-                f"{path}[{index}].type", repr(record.get("type"))[:60], f"a replaced record keeps its type ({held.get('type')!r})"
+                f"{path}[{index}].type",
+                repr(record.get("type"))[:60],
+                f"a replaced record keeps its type ({held.get('type')!r})",
             )
         table[at] = record
 

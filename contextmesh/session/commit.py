@@ -89,7 +89,8 @@ TRACE_ENV = "CONTEXTMESH_TRACE_STEPS"
 MAX_GENERATION = 999_999
 _TMP_PREFIX = ".tmp-"
 LOG = logging.getLogger("contextmesh.session")
-MIGRATED = "manifest is now contextmesh.session v5 (ledger tree head recorded, mutations journalled)"  # after "session <dir>: "
+# Logged after "session <dir>: " by the first commit of a v3 or v4 session.
+MIGRATED = "manifest is now contextmesh.session v5 (ledger tree head recorded, mutations journalled)"
 
 
 class CommitConflictError(SessionError):
@@ -339,7 +340,11 @@ def commit_generation(
 
 
 def _publish(
-    attempt: _Attempt, companions: Mapping[str, Payload], named: dict[str, Companion], manifest: Manifest, generation: int
+    attempt: _Attempt,
+    companions: Mapping[str, Payload],
+    named: dict[str, Companion],
+    manifest: Manifest,
+    generation: int,
 ) -> tuple[Manifest, bytes, int]:
     """Place every new companion, then link the manifest under its generation's name: the commit point."""
     directory, written = attempt.directory, 0

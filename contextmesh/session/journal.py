@@ -52,7 +52,9 @@ class ResolverMark:
     last: ResolutionRecord | None  # the newest log record when marked; None: every record is newer
 
 
-def resolver_mark(resolver: Resolver, *, aliases: int | None = None, last: ResolutionRecord | None = None) -> ResolverMark:
+def resolver_mark(
+    resolver: Resolver, *, aliases: int | None = None, last: ResolutionRecord | None = None
+) -> ResolverMark:
     """The marks of ``resolver`` now (``aliases`` and ``last`` override the alias count and log mark)."""
     members = sum(map(len, resolver.blocks.values()))
     log_last = resolver.log[-1] if resolver.log else None
@@ -122,7 +124,9 @@ class JournalState:
         """The state of a generation just loaded: its snapshot, its journal and what the journal held."""
         now = resolver_mark(resolver)
         if replayed is None:
-            return cls(directory, graph, resolver, _snapshot_of(manifest), list(manifest.journal), GraphChanges(), now, now)
+            return cls(
+                directory, graph, resolver, _snapshot_of(manifest), list(manifest.journal), GraphChanges(), now, now
+            )
         log = resolver.log
         boundary = len(log) - min(replayed.new_log, len(log)) - 1  # the newest record the snapshot held
         at_snapshot = resolver_mark(
@@ -192,7 +196,11 @@ def _segment(
         base={kind: companion.sha256 for kind, companion in state.snapshot.items()},
         sequence=sequence,
         previous=previous,
-        records=(in_graph_order(graph, changes.nodes, "nodes"), in_graph_order(graph, changes.edges, "edges"), assumptions),
+        records=(
+            in_graph_order(graph, changes.nodes, "nodes"),
+            in_graph_order(graph, changes.edges, "edges"),
+            assumptions,
+        ),
         counters=(in_graph_order(graph, changes.walks, "nodes"), in_graph_order(graph, changes.traversals, "edges")),
         aliases=delta[0],
         log=delta[1],

@@ -15,12 +15,13 @@ loader refuses deeper text before any recursive parser sees it), and no integer 
 loop or an allocation.
 
 Checks, in order: the manifest (a regular file of at most 64 KiB, then schema, version — the
-original project's v1/v2 refused by name, v3 and v4 read — fields, generation = file name); each
+original project's v1/v2 refused by name, v3, v4 and v5 read — fields, generation = file name); each
 companion's name, location, kind (a regular file) and then, in manifest order, size and SHA-256;
 the graph file (whose walk counters must all be 0) with the v5 journal replayed onto it; the
 telemetry file against the graph (its counters then applied, then the journal's); the resolver
-(with the journal's aliases and log records) against the graph (:mod:`~contextmesh.session.replay`); the run ledger against the manifest's head
-(``expect_head``), its Merkle tree built in the same pass from the bytes the digest check hashes;
+(with the journal's aliases and log records) against the graph (:mod:`~contextmesh.session.replay`);
+the run ledger against the manifest's head (``expect_head``), its Merkle tree built in the same pass
+from the bytes the digest check hashes;
 the v4 tree head and checkpoint against the ledger and, for a reader that pins verifier keys
 (``trusted_keys``), the checkpoint's signature and the tree against the previous generation's
 (:mod:`~contextmesh.session.heads`, rules S43–S51); the plan against the graph and the registry; the
