@@ -234,7 +234,7 @@ def test_a_kill_at_any_step_leaves_one_whole_generation(
 ZYGOTE = """
 import json, os, time, traceback
 from pathlib import Path
-from session_helpers import commit_variants, precompute_variants, tiny_registry
+from session_helpers import commit_variants, precompute_variants, tiny_registry, touch_all
 from contextmesh.formats.signed_note import load_signer
 from contextmesh.session.commit import TRACE_ENV
 from contextmesh.session.session import Session
@@ -268,6 +268,23 @@ for line in sys.stdin:
                 "pid": pid, "generation": start[0], "head": start[1],
                 "heads": [v.head for v in variants], "roots": [v.seal.head.root_hex for v in variants],
             })
+        elif command["cmd"] == "spawn-live":
+            # Journalled commits (ADR 0020) through Session.commit: each one's segment is prepared in the loop.
+            session = Session.load(directory, registry=registry, policy="never")
+            start = (session.generation, len(session.ledger))
+            pid = os.fork()
+            if pid == 0:
+                try:
+                    os.environ[TRACE_ENV] = command["trace"]
+                    for tick in range(command["commits"]):
+                        touch_all(session, tick)
+                        session.commit(signer=signer)
+                    time.sleep(120)
+                except BaseException:
+                    traceback.print_exc()
+                finally:
+                    os._exit(3)
+            reply({"pid": pid, "generation": start[0], "entries": start[1]})
         elif command["cmd"] == "reap":
             _, status = os.waitpid(command["pid"], 0)
             reply({"signal": os.WTERMSIG(status) if os.WIFSIGNALED(status) else None, "status": status})
@@ -333,7 +350,11 @@ def wait_for(trace: Path, text: bytes, timeout: float = 20.0) -> None:
 
 
 @pytest.mark.slow
-def test_200_random_kills_always_leave_one_whole_generation(zygote_dir: Path, tmp_path: Path) -> None:
+@pytest.mark.parametrize("mode", ["snapshots", "journalled"])
+def test_200_random_kills_always_leave_one_whole_generation(zygote_dir: Path, tmp_path: Path, mode: str) -> None:
+    """``snapshots``: precomputed full states, every companion written; ``journalled``: Session.commit in a
+    loop, one segment a commit over the carried snapshot, consolidated at the journal's bound."""
+    steps_of_mode = COMMIT_STEPS if mode == "snapshots" else JOURNAL_STEPS
     directory = zygote_dir / "session"
     registry = tiny_registry()
     rng = random.Random(20260229)
@@ -343,7 +364,7 @@ def test_200_random_kills_always_leave_one_whole_generation(zygote_dir: Path, tm
     with (tmp_path / "zygote.err").open("w") as log:
         zygote = Zygote(directory, log)
         try:
-            while kills < KILLS or (set(COMMIT_STEPS) - set(histogram) and kills < MAX_KILLS):
+            while kills < KILLS or (set(steps_of_mode) - set(histogram) and kills < MAX_KILLS):
                 if kills % RESET_EVERY == 0:
                     if directory.exists():
                         for name in listing(directory):
@@ -353,7 +374,7 @@ def test_200_random_kills_always_leave_one_whole_generation(zygote_dir: Path, tm
                     sign_manifest(directory, KEY)  # generation 1 as a writer holding the key would have signed it
                     earlier = None
                 trace = zygote_dir / f"trace-{kills}"
-                spawned = zygote.ask(cmd="spawn", trace=str(trace), commits=16)
+                spawned = zygote.ask(cmd="spawn" if mode == "snapshots" else "spawn-live", trace=str(trace), commits=16)
                 wait_for(trace, b"save-started")
                 time.sleep(rng.uniform(0.0, 0.030))
                 os.kill(spawned["pid"], signal.SIGKILL)
@@ -372,22 +393,25 @@ def test_200_random_kills_always_leave_one_whole_generation(zygote_dir: Path, tm
                     steps[-6:],
                     moved,
                 )
-                expected_head = spawned["head"] if moved == 0 else spawned["heads"][moved - 1]
-                assert loaded.manifest.ledger_head == expected_head
                 assert loaded.manifest.ledger_tree is not None and loaded.ledger is not None
                 assert loaded.manifest.ledger_tree == ledger_tree(loaded.ledger).head()
-                if moved:
-                    assert loaded.manifest.ledger_tree.root_hex == spawned["roots"][moved - 1]
+                if mode == "snapshots":
+                    expected_head = spawned["head"] if moved == 0 else spawned["heads"][moved - 1]
+                    assert loaded.manifest.ledger_head == expected_head
+                    if moved:
+                        assert loaded.manifest.ledger_tree.root_hex == spawned["roots"][moved - 1]
+                else:
+                    assert len(loaded.ledger) == spawned["entries"] + moved  # one entry a commit, none lost
                 if earlier is not None:
                     assert_keeps_earlier(loaded, earlier)
                 earlier = loaded
         finally:
             zygote.close()
 
-    width = max(len(s) for s in COMMIT_STEPS)
-    print(f"\nlast step reached, {kills} SIGKILLs:")
-    for name in COMMIT_STEPS:
+    width = max(len(s) for s in steps_of_mode)
+    print(f"\nlast step reached, {kills} SIGKILLs ({mode}):")
+    for name in steps_of_mode:
         print(f"  {name:<{width}} {histogram[name]:4d} {'#' * histogram[name]}")
-    assert set(histogram) <= set(COMMIT_STEPS)
-    assert not set(COMMIT_STEPS) - set(histogram), f"never hit: {set(COMMIT_STEPS) - set(histogram)}"
+    assert set(histogram) <= set(steps_of_mode)
+    assert not set(steps_of_mode) - set(histogram), f"never hit: {set(steps_of_mode) - set(histogram)}"
     assert kills >= KILLS
