@@ -31,7 +31,8 @@ process ``write()``-ed is still there afterwards, fsynced or not. Only a power c
 taken without flushing) could show a missing fsync. The code's guarantee is by construction, in
 ``contextmesh/session/commit.py``: each companion and the manifest are written to a fresh file and
 ``fsync``-ed *before* their rename or link into place, and the directory is ``fsync``-ed after the
-companions are renamed, after the manifest is published and after the pointer is replaced — so a
+companions are renamed and after the manifest is published (the ``session.json`` pointer, which no
+loader reads, is not fsynced) — so a
 name never becomes durable before the bytes it names, and the manifest (the commit point) never
 becomes durable before its companions' names.
 """
