@@ -60,8 +60,7 @@ class ContextGraph:
         # One string object per type name, however many records carry it.
         self._names = {name: name for name in (*ontology.node_types, *ontology.edge_types)}
         self._vectors = VectorStore()
-        # The ids a session must journal (ADR 0020); None until a session attaches a tracker.
-        self._changes: GraphChanges | None = None
+        self._changes: GraphChanges | None = None  # the ids a session journals (ADR 0020), once it tracks
 
     # -- reading --------------------------------------------------------------------------
 
@@ -276,8 +275,7 @@ class ContextGraph:
         self.nodes[record.id] = record
         if self._nx is not None:
             self._nx.add_node(record.id)
-        if self._changes is not None:
-            self._changes.nodes[record.id] = None
+        self.touch(record.id)
 
     def _mint_decision(
         self, node_id: str, label: str, attrs: Mapping[str, JsonValue], provenance: Provenance | None
@@ -367,8 +365,7 @@ class ContextGraph:
             self._nx.add_edge(record.src, record.dst, key=record.id)
         if record.assumption_id is not None:
             self._bound.setdefault(record.assumption_id, []).append(record.id)
-        if self._changes is not None:
-            self._changes.edges[record.id] = None
+        self.touch(record.id)
 
     # -- assumptions, flags and telemetry ---------------------------------------------------
 
@@ -439,31 +436,19 @@ class ContextGraph:
 
     def record_walk(self, node_ids: Iterable[str], edge_ids: Iterable[str]) -> None:
         """Telemetry: one more walk visited these nodes and traversed these edges."""
-        changes = self._changes
-        for nid in dict.fromkeys(node_ids):
+        nodes, edges = list(dict.fromkeys(node_ids)), list(edge_ids)
+        for nid in nodes:
             self.node(nid).walks += 1
-            if changes is not None:
-                changes.walks[nid] = None
-        for eid in edge_ids:
+        for eid in edges:
             self.edge(eid).traversals += 1
-            if changes is not None:
-                changes.traversals[eid] = None
+        if self._changes is not None:
+            self._changes.counted(nodes, edges)
 
     def touch(self, item_id: str) -> None:
-        """Note that the stored node, edge or assumption record ``item_id`` changed.
-
-        The graph's own writes call it; code that assigns a stored record's field itself must too,
-        so that a session's next commit journals the record (ADR 0020). Without a tracker it does nothing.
-        """
-        changes = self._changes
-        if changes is None:
-            return
-        if item_id in self.nodes:
-            changes.nodes[item_id] = None
-        if item_id in self.edges:
-            changes.edges[item_id] = None
-        if item_id in self.assumptions:
-            changes.assumptions[item_id] = None
+        """Note that the stored record ``item_id`` changed: the graph's writes call it, and so must code
+        that assigns a stored record's field itself, or a session's journal misses it (ADR 0020)."""
+        if self._changes is not None:
+            self._changes.touched(self, item_id)
 
     def subgraph(self, keep: Iterable[str]) -> ContextGraph:
         """A copy holding only the ``keep`` nodes, the edges between them and their assumption

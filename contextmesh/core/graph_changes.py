@@ -47,6 +47,20 @@ class GraphChanges:
         """True when a record itself changed (not only a walk counter)."""
         return bool(self.nodes or self.edges or self.assumptions)
 
+    def touched(self, graph: ContextGraph, item_id: str) -> None:
+        """``item_id`` changed in ``graph``: note it under each table that holds it."""
+        if item_id in graph.nodes:
+            self.nodes[item_id] = None
+        if item_id in graph.edges:
+            self.edges[item_id] = None
+        if item_id in graph.assumptions:
+            self.assumptions[item_id] = None
+
+    def counted(self, node_ids: Iterable[str], edge_ids: Iterable[str]) -> None:
+        """Walk counters of these nodes and edges moved."""
+        self.walks.update(dict.fromkeys(node_ids))
+        self.traversals.update(dict.fromkeys(edge_ids))
+
     def take(self) -> GraphChanges:
         """The changes so far, handed over; this tracker starts again empty."""
         taken = GraphChanges(self.nodes, self.edges, self.assumptions, self.walks, self.traversals)
