@@ -71,6 +71,7 @@ def check_contract(graph: ContextGraph, outcomes: list[TaskOutcome]) -> None:
 def mark_checked(plan: Plan, task: Task) -> None:
     """Note on the task's ground the round an auditor last found it standing."""
     plan.graph.node(task.assumption_id).attrs["checked_round"] = plan.round
+    plan.graph.touch(task.assumption_id)  # a field set in place: the session's journal must hear of it
 
 
 def fail(plan: Plan, task: Task, reason: str, failed: dict[str, str], run_ref: RunRef) -> None:
