@@ -75,9 +75,12 @@ def prefect_ui() -> tuple[str | None, str]:
     named = os.environ.get("PREFECT_UI_URL")
     if named:
         return named.removesuffix("/"), "PREFECT_UI_URL"
-    from contextmesh.orchestration.command_server import configured_api_url  # noqa: PLC0415 - only with flow runs
+    try:
+        from contextmesh.orchestration.command_server import configured_api_url  # noqa: PLC0415 - only with flow runs
 
-    configured = configured_api_url()
+        configured = configured_api_url()
+    except ImportError:  # an install without Prefect reads sessions too
+        return None, "Prefect is not installed where this export ran"
     if configured:
         return configured.removesuffix("/").removesuffix("/api"), "the configured PREFECT_API_URL"
     from contextmesh.orchestration.server_files import home_root, read_pid_file  # noqa: PLC0415
