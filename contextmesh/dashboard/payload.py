@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 from contextmesh.core.errors import ContextMeshError
 from contextmesh.core.graph import ContextGraph
+from contextmesh.dashboard import plan_band, round_runs
 from contextmesh.dashboard.marks import EDGE_CAP, HEIGHT, NODE_CAP, WIDTH, sample
 from contextmesh.execution.plan import Plan, Task
 from contextmesh.formats.run_ledger import EVENTS
@@ -147,7 +148,7 @@ def assemble(
         "source": source,
         "header": _header(graph, resolver, walker, walk_rounds, _plan_round(graph, runner)),
         "build": None if build is None else {"stages": build.to_dict()},
-        "graph": _graph(graph),
+        "graph": _graph(graph, runner),
         "hops": _hops(walker),
         "traffic": _traffic(graph),
         "tokens": _tokens(walker),
@@ -188,10 +189,12 @@ def _header(
     }
 
 
-def _graph(graph: ContextGraph) -> dict[str, Any]:
-    marks = sample(graph)
+def _graph(graph: ContextGraph, runner: Plan | None) -> dict[str, Any]:
+    band = None if runner is None else plan_band.band_for(graph, runner, _layers(runner.tasks))
+    marks = sample(graph) if band is None else sample(graph, pinned=band.positions, free_height=band.free_height)
     index = {node.id: i for i, node in enumerate(marks.nodes)}
     return {
+        "plan_band": None if band is None else band.to_dict(),
         "cap": NODE_CAP,
         "edge_cap": EDGE_CAP,
         "width": WIDTH,
@@ -212,6 +215,7 @@ def _graph(graph: ContextGraph) -> dict[str, Any]:
                 "live": node.live,
                 "invalidated": node.invalidated,
                 "degree": marks.degree[node.id],
+                "task": None if band is None else band.tasks.get(node.id),
             }
             for node, (x, y) in zip(marks.nodes, marks.positions, strict=True)
         ],
@@ -339,8 +343,10 @@ def _execution(runner: Plan) -> dict[str, Any]:
             }
         )
     counts = Counter(entry.event for entry in entries)
+    prefect = round_runs.add_round_runs(table, entries)
     return {
         "plan": runner.name,
+        "prefect": prefect,
         "round": runner.round,
         "layers": _layers(runner.tasks),
         "tasks": [

@@ -277,7 +277,10 @@ async def test_recheck_and_resume_return_a_handle_at_once_and_mesh_flow_run_read
             assert (await session_resource(client))["generation"] >= recheck["generation"]
             # the flow run committed in its own process; a subscriber heard of it within a second
             committed = (serving.directory / f"session-{recheck['generation']:06d}.json").stat().st_mtime
-            await anyio.sleep(1.0)
+            # Wait for that notice, not a fixed second: none arriving after committed + 1 s could count.
+            with anyio.move_on_after(max(0.0, committed + 1.0 - time.time()) + 0.1):
+                while not any(committed <= t <= committed + 1.0 for t in arrivals):
+                    await anyio.sleep(0.05)
             assert any(committed <= t <= committed + 1.0 for t in arrivals), (committed, arrivals)
 
             wait_for(
