@@ -14,7 +14,7 @@ from typing import Any
 import httpx
 import pytest
 
-from contextmesh import ContextGraph, Plan, RunContext, TaskRegistry
+from contextmesh import ContextGraph, Plan, TaskRegistry
 from contextmesh.belief.evidence import submit
 from contextmesh.execution.context import AuditContext, Verdict
 from contextmesh.knowledge.resolve import Resolver
