@@ -8,6 +8,7 @@ should reproduce; absolute seconds depend on the machine and on its neighbours.
 
 from __future__ import annotations
 
+import os
 from statistics import median
 from typing import Any
 
@@ -110,6 +111,9 @@ def invalidation_rows(bench: BenchResult) -> list[list[str]]:
             "tools/verify_runledger.py (stdlib) at the manifest's head",
         ]
     )
+    if "load" in bench.settings:
+        start, end = bench.settings["load"]
+        rows.append(["load average (1 min), start / end", f"{start:.1f} / {end:.1f}", "-", f"{os.cpu_count()} CPUs"])
     full_m, full_p = bench.full["ContextMesh"], bench.full["plain Prefect"]
     rows.append(
         [

@@ -116,6 +116,7 @@ def run_bench(
     for both contenders against the server at ``api``."""
     from contextmesh.orchestration.flow_bodies import make_plan_flow, make_recheck_flow
 
+    load_start = os.getloadavg()[0]
     plan = generate(seed=seed, layers=layers, columns=columns)
     cases = [c for c in named_cases(plan) if only is None or c.key in only] + list(extra)
     results = [CaseResult(c, ground_truth(plan, plan.world, c.apply(plan.world))) for c in cases]
@@ -173,6 +174,7 @@ def run_bench(
         "server_cpu": server_pid is not None,
         "coarse": len(plan.coarse),
         "undeclared_reads": sum(1 for s in plan.tasks if s.undeclared),
+        "load": (load_start, os.getloadavg()[0]),
     }
     return BenchResult(plan, results, full, settings)
 
