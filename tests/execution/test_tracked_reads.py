@@ -6,7 +6,9 @@ reason chain through the fact — and a read that bypasses the context stays inv
 
 from __future__ import annotations
 
+import json
 from collections import Counter
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -14,6 +16,8 @@ import pytest
 from contextmesh import ContextGraph, ExecutionError, Plan, RunContext, TaskRegistry
 from contextmesh.execution.run_reasons import reason_for
 from contextmesh.formats.graph_file import dump_graph, load_graph
+from contextmesh.formats.openlineage import openlineage_events
+from contextmesh.formats.prov import prov_document
 
 
 class Shop:
@@ -170,3 +174,33 @@ def test_a_registry_without_fact_sources_describes_itself_as_before() -> None:
     registry.register_fact("f.v1", lambda name: 1)
     assert registry.describe() == {"workers": ["w.v1"], "auditors": [], "facts": ["f.v1"]}
     assert registry.lookup_fact("f.v1").fn("x") == 1
+
+
+def test_lineage_exports_do_not_blame_an_earlier_disproof_for_a_fall_a_changed_fact_caused() -> None:
+    world = {"advisory": False, "usd": 100}
+    registry = TaskRegistry()
+    registry.register_fact("market", lambda name: world[name])
+    registry.register_worker("gate.v1", lambda ctx: {"open": world["usd"] > 0})
+    registry.register_worker("price.v1", lambda ctx: {"usd": ctx.read("market", "usd")})
+    registry.register_auditor(
+        "advisory.v1",
+        lambda ctx: (
+            ctx.disproved("advisory open") if world["advisory"] and "patched" not in ctx.assumption else ctx.ok()
+        ),
+    )
+    plan = Plan("lineage", ContextGraph(), registry=registry)
+    plan.task("gate", worker_key="gate.v1", auditor_key="advisory.v1", assumes="the gate is safe")
+    plan.task("price", worker_key="price.v1", assumes="the feed is current")
+    plan.run()
+    world["advisory"] = True
+    plan.recheck()
+    plan.repair("gate", assumes="the gate is patched", worker_key="gate.v1")
+    plan.run()  # gate re-runs after its disproof
+    world["usd"] = 150
+    assert plan.run().executed == ["price"]  # price re-runs because the fact changed, after that disproof
+    events = openlineage_events(plan.ledger, plan.graph, plan="lineage", namespace="t", started_at=datetime.now(UTC))
+    blamed = {e["job"]["name"] for e in events if "contextmesh_disproof" in e["run"]["facets"]}
+    assert blamed == {"lineage.gate"}
+    document = prov_document(plan.ledger, plan.graph, plan="lineage")
+    informed = [n for n in document["@graph"] if "wasInformedBy" in json.dumps(n)]
+    assert len(informed) == 1  # gate's re-run, informed by its disproof; price's is not
