@@ -85,7 +85,7 @@ def _task_data(task: Task) -> dict[str, Any]:
     if task.about:
         optional["about"] = list(task.about)
     if task.volatile:
-        optional["volatile"] = True  # E31: written only when true (ADR 0018)
+        optional["volatile"] = True  # E30: written only when true (ADR 0018)
     return {
         "name": task.name,
         "worker_key": task.worker_key,
@@ -211,7 +211,7 @@ def _restore_task(
 
 
 def _restore_volatile(item: dict[str, Any], path: str) -> bool:
-    """E31: ``volatile``, when present, is ``true`` (a task that is not volatile does not write it)."""
+    """E30: ``volatile``, when present, is ``true`` (a task that is not volatile does not write it)."""
     if "volatile" not in item:
         return False
     if item["volatile"] is not True:
