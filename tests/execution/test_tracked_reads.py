@@ -7,8 +7,12 @@ reason chain through the fact — and a read that bypasses the context stays inv
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from collections import Counter
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -204,3 +208,27 @@ def test_lineage_exports_do_not_blame_an_earlier_disproof_for_a_fall_a_changed_f
     document = prov_document(plan.ledger, plan.graph, plan="lineage")
     informed = [n for n in document["@graph"] if "wasInformedBy" in json.dumps(n)]
     assert len(informed) == 1  # gate's re-run, informed by its disproof; price's is not
+
+
+_BUILD = """
+import sys
+sys.path.insert(0, {tests!r})
+from test_tracked_reads import Shop
+from contextmesh.formats.graph_file import dump_graph
+shop = Shop()
+shop.first_run()
+shop.world["usd"] = 180
+shop.plan.run()
+sys.stdout.buffer.write(dump_graph(shop.plan.graph) + shop.plan.ledger.head.encode())
+"""
+
+
+def test_the_graph_and_ledger_after_a_fact_change_are_byte_identical_across_hash_seeds() -> None:
+    script = _BUILD.format(tests=str(Path(__file__).parent))
+    found = {
+        subprocess.run(
+            [sys.executable, "-c", script], capture_output=True, env={**os.environ, "PYTHONHASHSEED": seed}, check=True
+        ).stdout
+        for seed in ("0", "7", "31337")
+    }
+    assert len(found) == 1 and b"market:usd read as" in next(iter(found))
