@@ -4,8 +4,12 @@ A :class:`Plan` owns one plan on one graph. ``task(...)`` declares a task (keyed
 plan's :class:`TaskRegistry`, or a plain callable that cannot be checkpointed) with the
 statement it assumes, the tasks it needs and the artefacts it produces. Each round:
 
-* ``run()`` executes every task that is pending, stale or failed and whose ground stands, layer by
-  layer; a done task nobody invalidated is *cached* (its previous result stands); a task on a
+* ``run()`` first re-reads the world facts its decisions read through ``ctx.read`` and lets the
+  readers of a changed one fall (:mod:`~contextmesh.execution.facts`); then it executes every task
+  that is pending, stale or failed and whose ground stands, layer by layer — except a stale task
+  whose inputs, ground and facts came back unchanged, which is *revalidated* instead (early cutoff,
+  :mod:`~contextmesh.execution.cutoff`); a done task nobody invalidated is *cached* (its previous
+  result stands); a task on a
   rejected ground, or needing one that cannot run, is *blocked* with its reason (recomputed every
   round, never stored). An executed task that passes its audit becomes a new decision node that
   supersedes its previous one; its artefacts come back under their old ids; an artefact it no
@@ -103,13 +107,18 @@ class Plan:
         rationale: str = "",
         rests_on: Iterable[DocumentRef | str] = (),
         about: Iterable[str] = (),
+        volatile: bool = False,
     ) -> Task:
         """Declare a task. Its needs must be declared first, so declaration order is a topological order.
 
         ``rests_on`` names the documents (by name) or sentences (``DocumentRef(doc, quote=...)``) the
         task's result rests on, ``about`` the entities it is about; both are resolved against the
         graph's current revisions when the task runs (:mod:`~contextmesh.execution.references`).
+        A ``volatile`` task re-runs whenever anything upstream re-runs: early cutoff never keeps its
+        previous result (:mod:`~contextmesh.execution.cutoff`).
         """
+        if not isinstance(volatile, bool):
+            raise ExecutionError(f"task '{name}': volatile is true or false, not {volatile!r}")
         if not isinstance(name, str) or key_problem(name) is not None:
             raise ExecutionError(f"a task name is text with no whitespace or control characters, not {name!r}")
         if name in self.tasks:
@@ -139,6 +148,7 @@ class Plan:
             rationale=rationale,
             rests_on=refs,
             about=topics,
+            volatile=volatile,
             run=run,
             audit=audit,
         )

@@ -23,6 +23,9 @@ class RoundReport:
     stale: list[str] = field(default_factory=list)
     invalidations: list[InvalidationReport] = field(default_factory=list)
     runs: dict[str, dict[str, str | None] | None] = field(default_factory=dict)
+    # Early cutoff (ADR 0018): the stale tasks whose inputs came back unchanged, each with why; they
+    # are in ``cached`` too, because their previous result stands.
+    revalidated: dict[str, str] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         """Plain data."""

@@ -63,7 +63,7 @@ _TASK_FIELDS = (
 )
 # Written only when not empty, after the thirteen (E28, E29): a plan whose tasks rest on no document
 # writes exactly the file it wrote before tasks could.
-_OPTIONAL_FIELDS = ("rests_on", "about")
+_OPTIONAL_FIELDS = ("rests_on", "about", "volatile")
 
 
 def snapshot_plan(plan: Plan) -> dict[str, Any]:
@@ -84,6 +84,8 @@ def _task_data(task: Task) -> dict[str, Any]:
         optional["rests_on"] = [ref.to_data() for ref in task.rests_on]
     if task.about:
         optional["about"] = list(task.about)
+    if task.volatile:
+        optional["volatile"] = True  # E30: written only when true (ADR 0018)
     return {
         "name": task.name,
         "worker_key": task.worker_key,
@@ -204,7 +206,19 @@ def _restore_task(
         error=_text(item["error"], f"{path}.error", nullable=True, empty=True),
         rests_on=_restore_refs(item, path),
         about=_restore_about(item, path),
+        volatile=_restore_volatile(item, path),
     )
+
+
+def _restore_volatile(item: dict[str, Any], path: str) -> bool:
+    """E30: ``volatile``, when present, is ``true`` (a task that is not volatile does not write it)."""
+    if "volatile" not in item:
+        return False
+    if item["volatile"] is not True:
+        raise SnapshotError(
+            f"{path}.volatile", repr(item["volatile"]), "the field is written only when a task is volatile: true"
+        )
+    return True
 
 
 def _restore_refs(item: dict[str, Any], path: str) -> tuple[DocumentRef, ...]:

@@ -7,6 +7,9 @@ table and nothing else — no module path, no qualified name, no import, no simi
 
 A key is registered with ``register_worker(key, fn)`` or, above the function, the decorator
 ``@registry.worker(key)`` (auditors alike); the engine looks it up with ``lookup_worker(key)``.
+A third namespace holds **fact sources** (``register_fact(key, fn)`` / ``@registry.fact(key)``):
+``fn(name)`` returns one named world fact as plain data, which a worker reads through
+``ctx.read(key, name)`` and the engine re-reads to notice a change (ADR 0018).
 
 A table is process-local. It reaches another process (a Dask or Ray worker running one task of a
 wide layer) only by being **rebuilt there from deployment code**: a registry made with
@@ -126,7 +129,7 @@ class TaskRegistry:
     """
 
     def __init__(self, *, recipe: Recipe | None = None) -> None:
-        self._spaces: dict[str, dict[str, Registration]] = {"worker": {}, "auditor": {}}
+        self._spaces: dict[str, dict[str, Registration]] = {"worker": {}, "auditor": {}, "fact": {}}
         self._recipe: Recipe | None = None if recipe is None else _checked_recipe(recipe)
 
     @property
@@ -155,6 +158,26 @@ class TaskRegistry:
     ) -> None:
         """Register the auditor behind ``key``."""
         self._register("auditor", key, fn, timeout, retries)
+
+    def register_fact(self, key: str, fn: Callable[[str], Any]) -> None:
+        """Register the fact source behind ``key``: ``fn(name)`` returns the fact ``name`` (plain data)."""
+        self._register("fact", key, fn, None, 0)
+
+    def fact(self, key: str) -> Callable[[F], F]:
+        """Decorator: register the function below as the fact source behind ``key``; it is returned unchanged."""
+
+        def register(fn: F) -> F:
+            self.register_fact(key, fn)
+            return fn
+
+        return register
+
+    def lookup_fact(self, key: str) -> Registration:
+        """The registration of a fact source key."""
+        found = self._spaces["fact"].get(key)
+        if found is None:
+            raise RegistryError(f"no fact source is registered under '{key}' in this deployment's registry")
+        return found
 
     def _register(self, space: str, key: str, fn: Callable[..., Any], timeout: float | None, retries: int) -> None:
         problem = key_problem(key)
@@ -232,5 +255,5 @@ class TaskRegistry:
         return key in self._spaces["auditor"]
 
     def describe(self) -> dict[str, list[str]]:
-        """The registered keys, sorted, and nothing else."""
-        return {f"{space}s": sorted(table) for space, table in self._spaces.items()}
+        """The registered keys, sorted, and nothing else (``facts`` only when a fact source is registered)."""
+        return {f"{space}s": sorted(table) for space, table in self._spaces.items() if table or space != "fact"}

@@ -7,6 +7,7 @@ is one ledger entry (or one per invalidated node), in the order the plan commits
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
@@ -83,10 +84,17 @@ def fail(plan: Plan, task: Task, reason: str, failed: dict[str, str], run_ref: R
 
 
 def decide(
-    plan: Plan, task: Task, verdict: Verdict | None, run_ref: RunRef, audit_ref: RunRef, failed: dict[str, str]
+    plan: Plan,
+    task: Task,
+    verdict: Verdict | None,
+    run_ref: RunRef,
+    audit_ref: RunRef,
+    failed: dict[str, str],
+    facts: Sequence[str] = (),
 ) -> bool:
     """The output stands: a new decision node supersedes the task's previous one (True), unless the
-    documents it rests on no longer name what it rests on (the task fails with the reason, False)."""
+    documents it rests on no longer name what it rests on (the task fails with the reason, False).
+    ``facts`` are the claims of the facts its worker read through ``ctx.read`` (ADR 0018)."""
     graph = plan.graph
     grounds = task_grounds(graph, task.rests_on, task.about)
     if isinstance(grounds, str):  # the documents changed while the task ran
@@ -101,7 +109,7 @@ def decide(
         assumptions=[task.assumption_id],
         needs=[plan.tasks[n].decision_id for n in task.needs if plan.tasks[n].decision_id],  # type: ignore[misc]
         produces=entity_ids,
-        rests_on=grounds.grounds.claims,
+        rests_on=[*grounds.grounds.claims, *facts],
         cites=grounds.grounds.sources,
         supersedes=task.decision_id,
         attrs={

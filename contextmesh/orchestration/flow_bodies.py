@@ -55,7 +55,7 @@ from prefect.task_runners import TaskRunner
 from contextmesh.core.errors import ExecutionError
 from contextmesh.execution.plan import Plan, RecheckReport, RoundReport
 from contextmesh.execution.report_codec import recheck_report_from_dict, round_report_from_dict, to_dict
-from contextmesh.execution.run_reasons import repair_message
+from contextmesh.execution.run_reasons import cached_reason, repair_message
 from contextmesh.execution.task_registry import TaskRegistry
 from contextmesh.orchestration.announce import Outbox
 from contextmesh.orchestration.flow_options import (
@@ -151,7 +151,10 @@ def _cached_runs(runner: Plan, shown: list[str]) -> list[PrefectFuture[Any]]:
     futures = []
     for name in shown:
         task = runner.tasks[name]
-        futures.append(cached_run(runner.name, name, task.worker_key, task.assumption_id, task.output, tagged=tagged))
+        why = cached_reason(runner, name)
+        futures.append(
+            cached_run(runner.name, name, task.worker_key, task.assumption_id, task.output, tagged=tagged, reason=why)
+        )
     return futures
 
 
