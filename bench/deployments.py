@@ -79,6 +79,7 @@ from contextmesh.orchestration.served_record import peek  # noqa: E402
 PLAN_FLOW, RECHECK_FLOW = "contextmesh-plan", "contextmesh-recheck"
 REPAIR = ("hashing", "auth.hash.bcrypt.v1", "bcrypt has no open advisory")
 POLL_SETTING = "PREFECT_RUNNER_POLL_FREQUENCY"
+REACT_SETTING = "CONTEXTMESH_REACT_SECONDS"
 TERMINAL = frozenset({"COMPLETED", "FAILED", "CANCELLED", "CRASHED"})
 
 
@@ -198,17 +199,27 @@ class Served:
 
 
 def serve_session(
-    home: Path, workdir: Path, *, interval: float, trigger: str, poll: int | None, name: str = "session"
+    home: Path,
+    workdir: Path,
+    *,
+    interval: float,
+    trigger: str,
+    poll: int | None,
+    name: str = "session",
+    react: float | None = None,
 ) -> Served:
-    """Save a fresh demo session under ``workdir`` and start serve.py for it."""
+    """Save a fresh demo session under ``workdir`` and start serve.py for it (``react``: its look interval)."""
     session, feed = workdir / name, workdir / f"{name}-feed.json"
     cli(home, "session", "save", str(session), "--feed", str(feed))
     session_id, _, _ = peek(str(session))
     env = {**os.environ, "CONTEXTMESH_HOME": str(home)}
     env.pop("PREFECT_API_URL", None)  # serve.py finds the managed server of CONTEXTMESH_HOME
     env.pop(POLL_SETTING, None)
+    env.pop(REACT_SETTING, None)
     if poll is not None:
         env[POLL_SETTING] = str(poll)
+    if react is not None:
+        env[REACT_SETTING] = f"{react:g}"
     log = workdir / f"{name}-serve.log"
     argv = [sys.executable, str(ROOT / "deployments" / "serve.py"), "--session", str(session), "--feed", str(feed)]
     argv += ["--interval", f"{interval:g}", "--trigger", trigger]
@@ -240,14 +251,12 @@ def wait_for(what: str, probe: Any, timeout: float, served: Served | None = None
     raise TimeoutError(f"no {what} within {timeout:g} s")
 
 
-def first_recheck_done(api: Api, served: Served, timeout: float) -> dict[str, Any]:
-    """The first COMPLETED recheck of the session: its deployments are up and being polled."""
+def reacting(served: Served, timeout: float) -> None:
+    """Wait until serve.py's reactor watches the session (its reactions file names a live process)."""
+    from contextmesh.orchestration.reactions import read_one, reacting_path  # noqa: PLC0415
 
-    def probe() -> dict[str, Any] | None:
-        done = [r for r in api.flow_runs(served.session_id, RECHECK_FLOW) if r["state_type"] == "COMPLETED"]
-        return done[0] if done else None
-
-    return dict(wait_for("completed recheck", probe, timeout, served))
+    path = reacting_path(served.session_id, served.home)
+    wait_for("serve.py's reactor", lambda: read_one(path), timeout, served)
 
 
 def resume_after(api: Api, served: Served, t0: float, timeout: float) -> dict[str, Any]:
@@ -302,7 +311,7 @@ def repair_and_resume(home: Path, served: Served, api: Api) -> tuple[float, dict
 
 def measure(api: Api, served: Served, variant: str, *, full_loop: bool, timeout: float) -> Sample:
     """Steps 2–4 of the module docstring on a session that serve.py already serves."""
-    first_recheck_done(api, served, timeout)
+    reacting(served, timeout)
     t0 = time.time()
     publish(served.feed, "argon2-cffi", ADVISORY_TEXT)
     resume = resume_after(api, served, t0, timeout)
@@ -344,7 +353,7 @@ def demo_loop(workdir: Path, *, ui: bool = True, interval: float = 5.0, timeout:
         api = Api(info.api_url)
         served = serve_session(home, workdir, interval=interval, trigger="run-deployment", poll=None)
         try:
-            first_recheck_done(api, served, timeout)
+            reacting(served, timeout)
             t0 = time.time()
             publish(served.feed, "argon2-cffi", ADVISORY_TEXT)
             blocked = resume_after(api, served, t0, timeout)
@@ -386,7 +395,8 @@ def report(samples: list[Sample], variants: list[str]) -> None:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--repeat", type=int, default=3, help="repetitions of every variant (interleaved)")
-    parser.add_argument("--interval", type=float, default=5.0, help="serve.py --interval: the recheck schedule, s")
+    parser.add_argument("--interval", type=float, default=600.0, help="serve.py --interval: the safety-net schedule, s")
+    parser.add_argument("--react", type=float, default=0.1, help=f"{REACT_SETTING} of the tuned variant, s")
     parser.add_argument("--poll", type=int, default=1, help=f"{POLL_SETTING} of the tuned variant (whole seconds)")
     parser.add_argument("--triggers", default="run-deployment", help="comma-separated: run-deployment,automation")
     parser.add_argument("--no-full-loop", action="store_true", help="skip repair + resume after the closure")
@@ -396,8 +406,9 @@ def main() -> int:
     triggers = [t for t in args.triggers.split(",") if t]
     if not set(triggers) <= {"run-deployment", "automation"} or not triggers:
         parser.error(f"--triggers {args.triggers}: run-deployment and/or automation")
-    variants = [(t, p) for t in triggers for p in (None, args.poll)]
-    names = [f"{t} · {'default poll' if p is None else f'poll {p} s'}" for t, p in variants]
+    tunings: list[tuple[int | None, float | None]] = [(None, None), (args.poll, args.react)]
+    variants = [(t, p, r) for t in triggers for p, r in tunings]
+    names = [f"{t} · {'default' if p is None else f'react {r:g} s, poll {p} s'}" for t, p, r in variants]
     workdir = Path(tempfile.mkdtemp(prefix="cm-bench-deployments-"))
     print(f"bench/deployments.py: serve.py --interval {args.interval:g}; variants {', '.join(names)}")
     print(f"load average before: {load_average()}")
@@ -407,13 +418,14 @@ def main() -> int:
             api = Api(info.api_url)
             _say(f"managed server {info.api_url} (home {workdir / 'home'})")
             for rep in range(args.repeat):
-                for (trigger, poll), name in zip(variants, names, strict=True):
+                for (trigger, poll, react), name in zip(variants, names, strict=True):
                     served = serve_session(
                         workdir / "home",
                         workdir,
                         interval=args.interval,
                         trigger=trigger,
                         poll=poll,
+                        react=react,
                         name=f"r{rep}-{trigger}-{poll or 'default'}",
                     )
                     try:

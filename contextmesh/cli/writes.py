@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -120,6 +121,7 @@ def advisory(args: argparse.Namespace) -> tuple[Any, str]:
         raise UsageError(
             f"--rounds {args.rounds} is the demo's; an advisory builds no graph", prog=prog, path="--rounds"
         )
+    since = time.time()
     if args.action == "publish":
         if args.text is None:
             raise UsageError("publish needs the advisory's text after the package", prog=prog, path="text")
@@ -134,4 +136,18 @@ def advisory(args: argparse.Namespace) -> tuple[Any, str]:
         with writing(f"the advisory feed {args.feed}"):
             advisories = withdraw(args.feed, args.package)
         text = f"withdrew every advisory for {args.package} from {args.feed}"
-    return {"feed": str(args.feed), "advisories": advisories}, text
+    found, said = _feed_next(args.feed, since)
+    return {"feed": str(args.feed), "advisories": advisories, "next": found}, f"{text}\n{said}"
+
+
+def _feed_next(feed: Path, since: float) -> tuple[list[dict[str, Any]], str]:
+    """What follows a feed change: each serving process watching it started a recheck, or none watches it."""
+    from contextmesh.orchestration.what_next import after_feed  # noqa: PLC0415 - no Prefect: files only
+
+    found = after_feed(feed, since)
+    if not found:
+        return [], (
+            "  next: no `contextmesh serve --feed` watches this feed, so nothing rechecks yet: run "
+            f"`contextmesh recheck --session DIR --feed {feed}`, or serve the session with this --feed"
+        )
+    return [n.to_dict() for n in found], "\n".join(f"  next: session {n.session_id}: {n.text}" for n in found)
