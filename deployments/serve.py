@@ -28,6 +28,7 @@ import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
@@ -147,7 +148,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     record = served.ServedRecord(
         session_id, str(session_dir), api_url, PLAN, RECHECK, REPAIR, args.trigger, os.getpid()
     )
-    from contextmesh.orchestration.reactor import Reactor, react_seconds, warm_runs  # noqa: PLC0415
+    from contextmesh.orchestration.reactor import RUNNER_POLL_WHEN_WARM, Reactor, react_seconds, warm_runs  # noqa: PLC0415
 
     try:
         tick, warm = react_seconds(), warm_runs()
@@ -185,7 +186,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         # prefetch_seconds=0: the runner proposes Pending when it fetches a run, and the recheck limit
         # is checked then, so a recheck fetched 10 s early (Prefect's default) was turned away while
         # the slot would have been free by its due time (ADR 0016). On-demand runs are due at once.
-        serve(*deployments, limit=args.limit, print_starting_message=False, prefetch_seconds=0)
+        # With warm runs the reactor runs every due run; the runner keeps the schedules (ADR 0017).
+        runner_poll: dict[str, Any] = {"query_seconds": RUNNER_POLL_WHEN_WARM} if warm else {}
+        serve(*deployments, limit=args.limit, print_starting_message=False, prefetch_seconds=0, **runner_poll)
     finally:
         reactor.stop()
         served.forget(session_id, pid=os.getpid())

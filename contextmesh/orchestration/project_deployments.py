@@ -222,7 +222,7 @@ def serve_project(project: Project, session_dir: Path, *, say: Callable[[str], N
     os.chdir(project.root)  # the runner starts each flow run here: the entrypoints are flows/<name>.py
     from prefect import serve  # noqa: PLC0415
 
-    from contextmesh.orchestration.reactor import Reactor, react_seconds, warm_runs  # noqa: PLC0415
+    from contextmesh.orchestration.reactor import RUNNER_POLL_WHEN_WARM, Reactor, react_seconds, warm_runs  # noqa: PLC0415
     from contextmesh.orchestration.watched import auditor_files  # noqa: PLC0415
 
     tick, warm = react_seconds(), warm_runs()  # a bad setting is refused before anything is registered
@@ -259,7 +259,9 @@ def serve_project(project: Project, session_dir: Path, *, say: Callable[[str], N
         )
         try:
             # prefetch_seconds=0 as in deployments/serve.py (ADR 0016): no run is claimed before it is due.
-            serve(*deployments, limit=limit, print_starting_message=False, prefetch_seconds=0)
+            # With warm runs the reactor runs them all; the runner keeps the schedules (ADR 0017).
+            runner_poll: dict[str, Any] = {"query_seconds": RUNNER_POLL_WHEN_WARM} if warm else {}
+            serve(*deployments, limit=limit, print_starting_message=False, prefetch_seconds=0, **runner_poll)
         finally:
             reactor.stop()
             served.forget(where.session_id, pid=os.getpid())

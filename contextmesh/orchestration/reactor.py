@@ -34,18 +34,31 @@ from typing import Any
 
 from prefect import Flow
 from prefect.client.orchestration import SyncPrefectClient, get_client
-from prefect.client.schemas.objects import StateType
+from prefect.client.schemas.objects import FlowRun, StateType
 
 from contextmesh.core.errors import ExecutionError
 from contextmesh.orchestration import reactions
 from contextmesh.orchestration.run_links import flow_run_url
 from contextmesh.orchestration.serve_lines import run_line, started_line
+from contextmesh.orchestration.skipped_rechecks import skip_now
 from contextmesh.orchestration.warm_runs import busy_runs, claim, create_run, due_runs, ended_runs, run_claimed
 from contextmesh.orchestration.watched import Watched
 
-__all__ = ["DEFAULT_REACT_SECONDS", "REACT_SETTING", "WARM_SETTING", "Reactor", "react_seconds", "warm_runs"]
+__all__ = [
+    "DEFAULT_REACT_SECONDS",
+    "REACT_SETTING",
+    "RUNNER_POLL_WHEN_WARM",
+    "WARM_SETTING",
+    "Reactor",
+    "react_seconds",
+    "warm_runs",
+]
 
 REACT_SETTING = "CONTEXTMESH_REACT_SECONDS"
+# With warm runs the reactor runs every due run; Prefect's runner still registers the deployments,
+# keeps their schedules and pauses them on exit, but polls only this rarely, so it never races the
+# reactor for a recheck (a race the deployment's limit would settle by cancelling one).
+RUNNER_POLL_WHEN_WARM = 3600.0
 WARM_SETTING = "CONTEXTMESH_WARM_RUNS"
 DEFAULT_REACT_SECONDS = 0.5
 _ERROR_EVERY = 30.0  # a Prefect API that stops answering is said once per half minute, not every tick
@@ -160,6 +173,9 @@ class Reactor:
     def _start_recheck(self, client: SyncPrefectClient) -> None:
         if busy_runs(client, self.recheck):
             return  # the running recheck may have read the change already or not: one more after it
+        if any(run.deployment_id == self.recheck for run in due_runs(client, [self.recheck])):
+            self.wanted = []  # a recheck due and not started yet loads the session after the change
+            return
         trigger = "; ".join(dict.fromkeys(self.wanted))
         kind = "evidence" if all(w.startswith("new evidence") for w in self.wanted) else "change"
         self.wanted = []
@@ -173,9 +189,22 @@ class Reactor:
             self._claim(client, run.id)
 
     def _claim_due(self, client: SyncPrefectClient) -> None:
+        busy: list[FlowRun] | None = None
         for run in due_runs(client, self.roles):
-            if run.id not in self._claimed:
-                self._claim(client, run.id)
+            if run.id in self._claimed:
+                continue
+            if run.deployment_id == self.recheck:
+                # One recheck at a time, decided here so nothing is left Cancelled by the limit: a
+                # scheduled one due while another runs is Skipped at once; one somebody asked for
+                # (a CLI or MCP recheck) stays Scheduled and runs when the running one ends.
+                busy = busy_runs(client, self.recheck) if busy is None else busy
+                if busy:
+                    if run.auto_scheduled:
+                        self._claimed.add(run.id)
+                        skip_now(client, run.id, flow_run_url(str(busy[0].id), self.api_url))
+                    continue
+                busy = [run]
+            self._claim(client, run.id)
 
     def _claim(self, client: SyncPrefectClient, flow_run_id: uuid.UUID) -> None:
         self._claimed.add(flow_run_id)

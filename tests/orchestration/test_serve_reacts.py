@@ -151,3 +151,48 @@ def test_a_changed_world_is_disproved_and_resumed_in_the_serving_process(
     assert "Opening process" not in log, "every run ran in the serving process, none in a runner subprocess"
     shown = cm(env, "session", "show", "--project", str(one.root))
     assert shown["plan"]["states"] == {"load": "done", "summarise": "stale", "publish": "stale"}
+
+
+def test_rechecks_due_while_one_runs_are_skipped_at_once_and_an_asked_one_waits_its_turn(
+    prefect_api: str, tmp_path: Path
+) -> None:
+    """A 1 s schedule keeps a recheck running nearly all the time: a scheduled one that comes due
+    meanwhile is ``Skipped`` before anything claims it (never ``Cancelled``, not even for a moment),
+    and ``contextmesh recheck`` asked for meanwhile is not refused: it runs when the slot frees."""
+    env = project_env(prefect_api, tmp_path / "home")
+    root = init_project(env, tmp_path, "busy-report", 1)
+    cm(env, "run", "--project", str(root))
+    one = serve(env, root)
+    try:
+        recheck = _recheck_id(prefect_api, one)
+        seen: dict[str, set[str]] = {}
+
+        def watch() -> bool:
+            for run in flow_runs(prefect_api, [recheck]):
+                seen.setdefault(run["id"], set()).add(run["state_name"])
+            return sum("Skipped" in names for names in seen.values()) >= 2
+
+        wait_for("two scheduled rechecks skipped", watch, timeout=180, every=0.2)
+        asked = cm(env, "recheck", "--project", str(root), "--wait", "120")
+        watch()
+    finally:
+        stop(one)
+    assert asked["dispatched"]["state"] == "COMPLETED", asked["dispatched"]
+    assert asked["dispatched"]["state_name"] == "Completed", "it ran: not turned away, not skipped"
+    assert not [run for run, names in seen.items() if "Cancelled" in names], seen
+    skipped = [r for r in flow_runs(prefect_api, [recheck]) if r["state_name"] == "Skipped"]
+    assert all(r["auto_scheduled"] and r["state"]["message"].startswith("skipped: it came due while") for r in skipped)
+
+
+def test_a_round_run_from_the_cli_reports_its_state_name(prefect_api: str, tmp_path: Path) -> None:
+    """With nothing serving the project, a recheck and a resume run from the CLI's process report the
+    outcome's name (ADR 0016), not only the type every handled outcome shares."""
+    env = project_env(prefect_api, tmp_path / "home")
+    root = init_project(env, tmp_path, "solo-report", HOUR)
+    assert cm(env, "run", "--project", str(root))["flow_run"]["state_name"] == "Completed"
+    world = root / "world.json"
+    world.write_text(world.read_text().replace('"EUR"', '"USD"'))
+    rechecked = cm(env, "recheck", "--project", str(root))["flow_run"]
+    assert (rechecked["state"], rechecked["state_name"]) == ("COMPLETED", "Disproved")
+    resumed = cm(env, "resume", "--project", str(root))["flow_run"]
+    assert (resumed["state"], resumed["state_name"]) == ("COMPLETED", "Blocked")
