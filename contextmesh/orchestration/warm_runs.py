@@ -41,7 +41,7 @@ from prefect.flow_engine import run_flow
 from prefect.states import Pending
 from prefect.utilities.engine import propose_state_sync
 
-__all__ = ["BUSY", "busy_runs", "claim", "create_run", "due_runs", "ended_runs", "run_claimed"]
+__all__ = ["BUSY", "claim", "create_run", "due_runs", "ended_runs", "recheck_runs", "run_claimed"]
 
 BUSY = (StateType.PENDING, StateType.RUNNING, StateType.CANCELLING)
 TERMINAL = (StateType.COMPLETED, StateType.FAILED, StateType.CANCELLED, StateType.CRASHED)
@@ -63,10 +63,19 @@ def due_runs(client: SyncPrefectClient, deployments: Iterable[uuid.UUID]) -> lis
     )
 
 
-def busy_runs(client: SyncPrefectClient, deployment: uuid.UUID) -> list[FlowRun]:
-    """The deployment's runs that hold or are taking its slot (Pending, Running, Cancelling)."""
-    state = FlowRunFilterState(type=FlowRunFilterStateType(any_=list(BUSY)))
-    return client.read_flow_runs(flow_run_filter=FlowRunFilter(state=state), deployment_filter=_of([deployment]))
+def recheck_runs(client: SyncPrefectClient, deployment: uuid.UUID) -> tuple[list[FlowRun], list[FlowRun]]:
+    """``(held, due)``: the deployment's runs holding or taking its slot (Pending, Running,
+    Cancelling), and those Scheduled and due now — one API call."""
+    state = FlowRunFilterState(type=FlowRunFilterStateType(any_=[*BUSY, StateType.SCHEDULED]))
+    runs = client.read_flow_runs(flow_run_filter=FlowRunFilter(state=state), deployment_filter=_of([deployment]))
+    now = datetime.now(UTC)
+    held = [run for run in runs if run.state_type in BUSY]
+    due = [
+        run
+        for run in runs
+        if run.state_type == StateType.SCHEDULED and (run.expected_start_time is None or run.expected_start_time <= now)
+    ]
+    return held, due
 
 
 def ended_runs(client: SyncPrefectClient, deployments: Iterable[uuid.UUID], after: datetime) -> list[FlowRun]:
@@ -98,9 +107,9 @@ def claim(client: SyncPrefectClient, flow_run_id: uuid.UUID) -> State[Any] | Non
     return state
 
 
-def run_claimed(flow: Flow[..., Any], client: SyncPrefectClient, flow_run_id: uuid.UUID) -> State[Any]:
-    """Run a claimed (``Pending``) flow run here with Prefect's flow engine; its final state."""
-    flow_run = client.read_flow_run(flow_run_id)
+def run_claimed(flow: Flow[..., Any], flow_run: FlowRun) -> State[Any]:
+    """Run a claimed flow run (``flow_run`` in the ``Pending`` state the claim got) here with Prefect's
+    flow engine, which opens its own client; its final state."""
     state = run_flow(flow, flow_run=flow_run, return_type="state")
     assert isinstance(state, State)  # a synchronous flow: run_flow_sync's state
     return state
