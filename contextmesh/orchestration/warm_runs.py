@@ -9,7 +9,9 @@ server checks the deployment's concurrency limit and refuses a second claimant
 (``PreventPendingTransitions``) — and then runs it in a thread with Prefect's own flow engine
 (``prefect.flow_engine.run_flow`` on that flow run). The run is the deployment's run as before:
 same id, parameters, tags, state history, logs and artifacts; only the process differs. Prefect's
-runner keeps serving the same deployments as the fallback: whichever claims a run first runs it.
+runner still serves the same deployments (it keeps their schedules) but polls only hourly
+(:data:`~contextmesh.orchestration.reactor.RUNNER_POLL_WHEN_WARM`); if both ever claim one run, the
+server lets exactly one of them have it.
 
 Nothing here changes ADR 0006's keys: a resume is still created by ``run_deployment`` under its
 idempotency key inside the recheck, so a run created and not yet claimed when the process dies
