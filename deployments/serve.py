@@ -148,10 +148,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     record = served.ServedRecord(
         session_id, str(session_dir), api_url, PLAN, RECHECK, REPAIR, args.trigger, os.getpid()
     )
-    from contextmesh.orchestration.reactor import RUNNER_POLL_WHEN_WARM, Reactor, react_seconds, warm_runs  # noqa: PLC0415
+    from contextmesh.orchestration.reactor import RUNNER_POLL_WHEN_WARM, Reactor, react_seconds, reacts, warm_runs  # noqa: PLC0415
 
     try:
-        tick, warm = react_seconds(), warm_runs()
+        tick, warm, react = react_seconds(), warm_runs(), reacts()
     except ContextMeshError as exc:
         _say(str(exc))
         return 1
@@ -174,6 +174,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         limit=args.limit,
         tick=tick,
         warm=warm,
+        react=react,
     )
     served.remember(record)
     reactor.start()

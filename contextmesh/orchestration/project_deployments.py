@@ -222,10 +222,10 @@ def serve_project(project: Project, session_dir: Path, *, say: Callable[[str], N
     os.chdir(project.root)  # the runner starts each flow run here: the entrypoints are flows/<name>.py
     from prefect import serve  # noqa: PLC0415
 
-    from contextmesh.orchestration.reactor import RUNNER_POLL_WHEN_WARM, Reactor, react_seconds, warm_runs  # noqa: PLC0415
+    from contextmesh.orchestration.reactor import RUNNER_POLL_WHEN_WARM, Reactor, react_seconds, reacts, warm_runs  # noqa: PLC0415
     from contextmesh.orchestration.watched import auditor_files  # noqa: PLC0415
 
-    tick, warm = react_seconds(), warm_runs()  # a bad setting is refused before anything is registered
+    tick, warm, react = react_seconds(), warm_runs(), reacts()  # a bad setting is refused before anything is registered
     with client_settings(api_url, heartbeat=True):
         flows = served_flows(project)
         deployments = served_deployments(project, where, flows)
@@ -249,6 +249,7 @@ def serve_project(project: Project, session_dir: Path, *, say: Callable[[str], N
             limit=limit,
             tick=tick,
             warm=warm,
+            react=react,
         )
         served.remember(where.record(api_url, os.getpid()))
         reactor.start()

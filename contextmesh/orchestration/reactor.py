@@ -49,8 +49,10 @@ __all__ = [
     "REACT_SETTING",
     "RUNNER_POLL_WHEN_WARM",
     "WARM_SETTING",
+    "WATCH_SETTING",
     "Reactor",
     "react_seconds",
+    "reacts",
     "warm_runs",
 ]
 
@@ -60,6 +62,7 @@ REACT_SETTING = "CONTEXTMESH_REACT_SECONDS"
 # reactor for a recheck (a race the deployment's limit would settle by cancelling one).
 RUNNER_POLL_WHEN_WARM = 3600.0
 WARM_SETTING = "CONTEXTMESH_WARM_RUNS"
+WATCH_SETTING = "CONTEXTMESH_REACT"
 DEFAULT_REACT_SECONDS = 0.5
 _ERROR_EVERY = 30.0  # a Prefect API that stops answering is said once per half minute, not every tick
 
@@ -78,18 +81,26 @@ def react_seconds(environ: Mapping[str, str] | None = None) -> float:
     return value
 
 
+def _switch(name: str, environ: Mapping[str, str] | None, what: str) -> bool:
+    text = (environ if environ is not None else os.environ).get(name, "1")
+    if text not in ("0", "1"):
+        raise ExecutionError(f"{name}={text!r}: the rule is 1 ({what}) or 0")
+    return text == "1"
+
+
+def reacts(environ: Mapping[str, str] | None = None) -> bool:
+    """Whether a change starts a recheck (``CONTEXTMESH_REACT``: ``1``, the default, or ``0``: only
+    the schedule and rechecks somebody asks for)."""
+    return _switch(WATCH_SETTING, environ, "a change starts a recheck")
+
+
 def warm_runs(environ: Mapping[str, str] | None = None) -> bool:
     """Whether due runs run in the serving process (``CONTEXTMESH_WARM_RUNS``: ``1``, the default, or ``0``).
 
     ``0`` leaves every flow run to Prefect's runner, a fresh subprocess each (code re-imported per
     run); the reactor still starts rechecks on a change.
     """
-    text = (environ if environ is not None else os.environ).get(WARM_SETTING, "1")
-    if text not in ("0", "1"):
-        raise ExecutionError(
-            f"{WARM_SETTING}={text!r}: the rule is 1 (run due runs here) or 0 (leave them to the runner)"
-        )
-    return text == "1"
+    return _switch(WARM_SETTING, environ, "run due runs here")
 
 
 class Reactor:
@@ -109,6 +120,7 @@ class Reactor:
         limit: int = 4,
         tick: float | None = None,
         warm: bool | None = None,
+        react: bool | None = None,
     ) -> None:
         self.session_dir = session_dir
         self.api_url = api_url
@@ -118,6 +130,7 @@ class Reactor:
         self.say = say
         self.tick = react_seconds() if tick is None else tick
         self.warm = warm_runs() if warm is None else warm
+        self.react = reacts() if react is None else react
         self.watched = Watched(session_dir, files)
         watching = tuple(str(path) for path in self.watched.files)
         self.state = reactions.Reacting(session_id, str(session_dir), os.getpid(), watching, interval)
@@ -163,7 +176,8 @@ class Reactor:
 
     def step(self, client: SyncPrefectClient) -> None:
         """One look: what changed, what is due, what ended."""
-        self.wanted += self.watched.changes()
+        if self.react:
+            self.wanted += self.watched.changes()
         if self.wanted:
             self._start_recheck(client)
         if self.warm:

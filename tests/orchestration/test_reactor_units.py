@@ -19,7 +19,7 @@ import pytest
 from contextmesh.cli import main
 from contextmesh.core.errors import ExecutionError
 from contextmesh.orchestration import reactions
-from contextmesh.orchestration.reactor import react_seconds, warm_runs
+from contextmesh.orchestration.reactor import react_seconds, reacts, warm_runs
 from contextmesh.orchestration.serve_lines import run_line, started_line
 from contextmesh.orchestration.watched import Watched, auditor_files
 from contextmesh.orchestration.what_next import after_evidence, after_feed
@@ -156,3 +156,6 @@ def test_the_settings_default_and_parse() -> None:
     assert warm_runs({}) is True and warm_runs({"CONTEXTMESH_WARM_RUNS": "0"}) is False
     with pytest.raises(ExecutionError, match=r"CONTEXTMESH_WARM_RUNS='yes': the rule is 1"):
         warm_runs({"CONTEXTMESH_WARM_RUNS": "yes"})
+    assert reacts({}) is True and reacts({"CONTEXTMESH_REACT": "0"}) is False
+    with pytest.raises(ExecutionError, match=r"CONTEXTMESH_REACT='off': the rule is 1"):
+        reacts({"CONTEXTMESH_REACT": "off"})
