@@ -28,6 +28,7 @@ import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
@@ -147,18 +148,50 @@ def main(argv: Sequence[str] | None = None) -> int:
     record = served.ServedRecord(
         session_id, str(session_dir), api_url, PLAN, RECHECK, REPAIR, args.trigger, os.getpid()
     )
-    for deployment in deployments:
-        # Registered before the served record appears, so a CLI or MCP dispatch that reads the record
-        # finds the deployments; serve() applies them again (an upsert) when its runner starts.
-        deployment.apply()
+    from contextmesh.orchestration.reactor import RUNNER_POLL_WHEN_WARM, Reactor, react_seconds, reacts, warm_runs  # noqa: PLC0415
+
+    try:
+        tick, warm, react = react_seconds(), warm_runs(), reacts()
+    except ContextMeshError as exc:
+        _say(str(exc))
+        return 1
+    # Registered before the served record appears, so a CLI or MCP dispatch that reads the record
+    # finds the deployments; serve() applies them again (an upsert) when its runner starts.
+    ids = {
+        role: deployment.apply() for role, deployment in zip(("plan", "recheck", "repair"), deployments, strict=True)
+    }
+    # The served process itself reacts (ADR 0017): new evidence or a changed feed starts a recheck at
+    # once, and every due run of these deployments runs here, warm, instead of in a fresh subprocess.
+    reactor = Reactor(
+        session_id=session_id,
+        session_dir=session_dir,
+        api_url=api_url,
+        flows={"plan": plan, "recheck": recheck, "repair": repair},
+        deployments=ids,
+        files=[Path(feed)] if feed else [],
+        interval=args.interval,
+        say=_say,
+        limit=args.limit,
+        tick=tick,
+        warm=warm,
+        react=react,
+    )
     served.remember(record)
-    _say(f"serving session {session_id} ({session_dir}) on {api_url}; recheck every {args.interval:g} s")
+    reactor.start()
+    watching = f"evidence arrives or {Path(feed).name} changes" if feed else "evidence arrives"
+    _say(
+        f"serving session {session_id} ({session_dir}) on {api_url}; a recheck starts when {watching}, "
+        f"and every {args.interval:g} s"
+    )
     try:
         # prefetch_seconds=0: the runner proposes Pending when it fetches a run, and the recheck limit
         # is checked then, so a recheck fetched 10 s early (Prefect's default) was turned away while
         # the slot would have been free by its due time (ADR 0016). On-demand runs are due at once.
-        serve(*deployments, limit=args.limit, print_starting_message=False, prefetch_seconds=0)
+        # With warm runs the reactor runs every due run; the runner keeps the schedules (ADR 0017).
+        runner_poll: dict[str, Any] = {"query_seconds": RUNNER_POLL_WHEN_WARM} if warm else {}
+        serve(*deployments, limit=args.limit, print_starting_message=False, prefetch_seconds=0, **runner_poll)
     finally:
+        reactor.stop()
         served.forget(session_id, pid=os.getpid())
         if args.trigger == "automation":
             _delete_automations(automation_name(session_id))

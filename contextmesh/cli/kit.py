@@ -100,5 +100,17 @@ class CliKit:
 
         return check(graph, resolver, walker)
 
+    def feed_next(self, feed: Path, since: float) -> tuple[list[dict[str, Any]], str]:
+        """What follows a change to a file auditors read: the recheck each serving process watching it started."""
+        from contextmesh.orchestration.what_next import after_feed  # noqa: PLC0415 - no Prefect: files only
+
+        found = after_feed(feed, since)
+        if not found:
+            return [], (
+                "  next: no `contextmesh serve --feed` watches this feed, so nothing rechecks yet: run "
+                f"`contextmesh recheck --session DIR --feed {feed}`, or serve the session with this --feed"
+            )
+        return [n.to_dict() for n in found], "\n".join(f"  next: session {n.session_id}: {n.text}" for n in found)
+
 
 KIT = CliKit()

@@ -10,6 +10,7 @@ line, and each handler returns ``(data for --json, text for a person)`` like eve
 from __future__ import annotations
 
 import argparse
+import time
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from pathlib import Path
@@ -50,6 +51,7 @@ class Kit(Protocol):
     def writing(self, what: str) -> AbstractContextManager[None]: ...
     def render(self, what: str, *args: Any, **options: Any) -> str: ...
     def health(self, graph: Any, resolver: Any, walker: Any) -> Any: ...
+    def feed_next(self, feed: Path, since: float) -> tuple[list[dict[str, Any]], str]: ...
 
 
 def register(commands: Any, kit: Kit) -> None:
@@ -269,6 +271,7 @@ class _Handlers:
         prog = "demo advisory"
         if getattr(args, "rounds", None) is not None:
             raise self._refuse(f"--rounds {args.rounds} is the demo's; an advisory builds no graph", prog, "--rounds")
+        since = time.time()
         if args.action == "publish":
             if args.text is None:
                 raise self._refuse("publish needs the advisory's text after the package", prog, "text")
@@ -281,7 +284,8 @@ class _Handlers:
             with self.kit.writing(f"the advisory feed {args.feed}"):
                 advisories = withdraw(args.feed, args.package)
             text = f"withdrew every advisory for {args.package} from {args.feed}"
-        return {"feed": str(args.feed), "advisories": advisories}, text
+        found, said = self.kit.feed_next(args.feed, since)
+        return {"feed": str(args.feed), "advisories": advisories, "next": found}, f"{text}\n{said}"
 
 
 def _walk(render: Callable[..., str], walk: Walk) -> str:
