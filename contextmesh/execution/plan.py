@@ -51,6 +51,7 @@ from contextmesh.execution.rounds import run_round
 from contextmesh.execution.task import Task, TaskState, blocked, check_keys
 from contextmesh.execution.task_registry import TaskRegistry
 from contextmesh.execution.verdicts import AUTHOR
+from contextmesh.execution.watch import WatchMark
 from contextmesh.formats.run_ledger import RunLedger
 from contextmesh.knowledge.revisions import DocumentRef
 
@@ -80,6 +81,8 @@ class Plan:
         self.executor: Executor = executor if executor is not None else InProcessExecutor()
         self.tasks: dict[str, Task] = {}
         self.round = 0
+        # What each auditor that watches a slice last found standing (ADR 0019, execution/watch.py).
+        self.watched: dict[str, WatchMark] = {}
         self.assumptions = Assumptions(graph)
         self.decisions = DecisionLog(graph)
         title = f"execution plan: {name}"
@@ -175,9 +178,9 @@ class Plan:
         """One round: run what is pending or stale (and failed) whose ground stands, layer by layer."""
         return run_round(self, include_failed=include_failed)
 
-    def recheck(self) -> RecheckReport:
-        """Run every standing auditor against current facts; execute nothing."""
-        return recheck(self)
+    def recheck(self, *, full: bool = False) -> RecheckReport:
+        """Run the standing auditors whose watched slice changed (every one when ``full``); execute nothing."""
+        return recheck(self, full=full)
 
     def repair(
         self,
