@@ -265,8 +265,12 @@ def _dispatching(commands: Commands) -> None:
     ran = "one round of the project's plan, committed: a Prefect flow run (--local: in-process)"
     run = commands.add_parser("run", help=ran, description=ran)
     run.set_defaults(handler=plan_rounds.run)
-    rechecked = "run every standing auditor once and commit what it finds (a disproof); " + served_help
+    rechecked = (
+        "run the standing auditors whose watched slice changed (and those that watch nothing) once and commit "
+        "what they find (a disproof); " + served_help
+    )
     rck = commands.add_parser("recheck", help=rechecked, description=rechecked)
+    rck.add_argument("--full", action="store_true", help="run every standing auditor, whatever it watches")
     rck.set_defaults(handler=plan_rounds.recheck)
     resumed = "run only stale and pending work whose ground stands and commit it; " + served_help
     res = commands.add_parser("resume", help=resumed, description=resumed)

@@ -270,8 +270,11 @@ def run_plan_round(
     return state
 
 
-def run_recheck(session_dir: str, registry: TaskRegistry, *, resume: ResumeTrigger | None = None) -> State[Any]:
-    """The body of a recheck flow run: every standing auditor; a disproof committed, then announced.
+def run_recheck(
+    session_dir: str, registry: TaskRegistry, *, resume: ResumeTrigger | None = None, full: bool = False
+) -> State[Any]:
+    """The body of a recheck flow run: the standing auditors whose watched slice changed (every one
+    when ``full``, ADR 0019); a disproof committed, then announced.
 
     With ``resume``, each announcement delivered here also starts the plan deployment in resume
     mode (:mod:`contextmesh.orchestration.resume`); the started runs are in ``resumes``. A recheck
@@ -286,7 +289,7 @@ def run_recheck(session_dir: str, registry: TaskRegistry, *, resume: ResumeTrigg
         executor = held.executor
 
         def one_recheck(s: Session) -> RecheckReport:
-            return _with(s, executor).recheck()
+            return _with(s, executor).recheck(full=full)
 
         report = held.session.apply(one_recheck, retries=2)
         runner = held.runner
@@ -373,9 +376,9 @@ def make_recheck_flow(
     """A flow that runs every standing auditor of a session's plan as one flow run (see :func:`make_plan_flow`)."""
 
     @flow(**recheck_flow_options(max_workers=max_workers))
-    def recheck(session_dir: str) -> State[Any]:
-        """Run every standing auditor; commit a disproof, then announce it."""
-        return run_recheck(session_dir, registry, resume=resume)
+    def recheck(session_dir: str, full: bool = False) -> State[Any]:
+        """The standing auditors whose watched slice changed (``full``: all); commit a disproof, then announce it."""
+        return run_recheck(session_dir, registry, resume=resume, full=full)
 
     return cast("Flow[..., dict[str, Any]]", recheck)
 
@@ -411,10 +414,13 @@ def run_project_round(root: Path | str, session_dir: str | None, mode: Mode) -> 
     return run_plan_round(directory, mode, registry)
 
 
-def run_project_recheck(root: Path | str, session_dir: str | None, *, resume_deployment: str = "") -> State[Any]:
+def run_project_recheck(
+    root: Path | str, session_dir: str | None, *, resume_deployment: str = "", full: bool = False
+) -> State[Any]:
     """:func:`run_recheck` for the project at ``root``; a disproof resumes on ``resume_deployment`` if named."""
     directory, registry = _project_session(root, session_dir)
-    return run_recheck(directory, registry, resume=ResumeTrigger(resume_deployment) if resume_deployment else None)
+    trigger = ResumeTrigger(resume_deployment) if resume_deployment else None
+    return run_recheck(directory, registry, resume=trigger, full=full)
 
 
 def run_project_repair(

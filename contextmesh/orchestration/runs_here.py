@@ -48,7 +48,7 @@ class RunHere:
 
 
 def _one_run(
-    kind: Kind, directory: str, registry: TaskRegistry, threads: int, repair: dict[str, Any]
+    kind: Kind, directory: str, registry: TaskRegistry, threads: int, repair: dict[str, Any], full: bool = False
 ) -> dict[str, Any]:
     from contextmesh.orchestration import flow_bodies  # noqa: PLC0415 - Prefect, after the environment is set
 
@@ -56,7 +56,7 @@ def _one_run(
     if kind in ("run", "resume"):
         result = flow_bodies.make_plan_flow(registry, max_workers=threads)(session_dir=directory, mode=kind)
     elif kind == "recheck":
-        result = flow_bodies.make_recheck_flow(registry, max_workers=threads)(session_dir=directory)
+        result = flow_bodies.make_recheck_flow(registry, max_workers=threads)(session_dir=directory, full=full)
     else:
         result = flow_bodies.make_repair_flow(registry)(session_dir=directory, **repair)
     return result
@@ -70,10 +70,12 @@ def run_here(
     threads: int = 4,
     repair: dict[str, Any] | None = None,
     home: Path | None = None,
+    full: bool = False,
 ) -> RunHere:
-    """Run one flow run of ``kind`` on ``session_dir`` here; ``repair`` holds task, assumes, worker_key."""
+    """Run one flow run of ``kind`` on ``session_dir`` here; ``repair`` holds task, assumes, worker_key;
+    ``full`` makes a recheck run every standing auditor."""
     with prefect_for_command(home) as handle:
-        result = _one_run(kind, str(session_dir), registry, threads, repair or {})
+        result = _one_run(kind, str(session_dir), registry, threads, repair or {}, full)
         flow_run_id = str(result["flow_run_id"])
         handle.record(flow_run_id, int(result.get("task_runs", 0)))
         url = handle.flow_run_url(flow_run_id)
