@@ -47,6 +47,7 @@ from contextmesh.execution.recheck import recheck
 from contextmesh.execution.references import check_refs
 from contextmesh.execution.repair import repair
 from contextmesh.execution.reports import RecheckReport, RoundReport
+from contextmesh.execution.rerun import RerunPreview, preview_rerun, rerun_from
 from contextmesh.execution.rounds import run_round
 from contextmesh.execution.task import Task, TaskState, blocked, check_keys
 from contextmesh.execution.task_registry import TaskRegistry
@@ -181,6 +182,17 @@ class Plan:
     def recheck(self, *, full: bool = False) -> RecheckReport:
         """Run the standing auditors whose watched slice changed (every one when ``full``); execute nothing."""
         return recheck(self, full=full)
+
+    def rerun_from(self, task_name: str, *, asked_by: str) -> RoundReport:
+        """Re-run ``task_name`` and every done task downstream of it (its output is suspect): one round.
+
+        See :mod:`contextmesh.execution.rerun`; :meth:`rerun_preview` says what would run.
+        """
+        return rerun_from(self, task_name, asked_by=asked_by)
+
+    def rerun_preview(self, task_name: str) -> RerunPreview:
+        """What :meth:`rerun_from` would run, changing nothing."""
+        return preview_rerun(self, task_name)
 
     def repair(
         self,

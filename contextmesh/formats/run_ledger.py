@@ -61,6 +61,7 @@ EVENTS = (
     "blocked",
     "failed",
     "audit_error",
+    "requested",
 )
 _FIELDS = ("seq", "round", "event", "task", "decision_id", "key", "detail", "receipt", "run", "previous", "digest")
 _HEX = re.compile(r"^[0-9a-f]{64}$")

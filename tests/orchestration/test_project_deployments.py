@@ -148,7 +148,8 @@ def test_deploy_registers_on_a_process_pool_and_a_worker_runs_a_dispatched_reche
     assert deployed["work_pool"] == "east-pool" and len(deployed["deployment_ids"]) == 3
     name = deployed["deployments"]["recheck"]
     recheck = deployments(prefect_api)[name]
-    assert recheck["work_pool_name"] == "east-pool" and min(s["schedule"]["interval"] for s in recheck["schedules"]) == 3600.0
+    assert recheck["work_pool_name"] == "east-pool"
+    assert min(s["schedule"]["interval"] for s in recheck["schedules"]) == 3600.0
     pool = httpx_get(prefect_api, "/work_pools/east-pool")
     assert pool["type"] == "process"
     worker_log = tmp_path / "worker.log"
