@@ -19,6 +19,7 @@ from contextmesh.cli import (
     plan_rounds,
     project_commands,
     reads,
+    rerun_command,
     writes,
 )
 from contextmesh.cli.failure import UsageError
@@ -296,10 +297,15 @@ def _dispatching(commands: Commands) -> None:
         help="the statement of its new ground, in quotes",
     )
     rep.set_defaults(handler=plan_rounds.repair)
+    rerun = "re-run a task whose output is suspect and every done task downstream of it: " + served_help
+    rer = commands.add_parser("rerun-from", help=rerun, description=rerun)
+    rer.add_argument("task", type=Key("a task name of the plan"), help="the task whose output is suspect")
+    rer.add_argument("--dry-run", action="store_true", help="say what would run (the closure), change nothing")
+    rer.set_defaults(handler=rerun_command.rerun_from)
     _where_it_runs(run, dispatches=False)
-    for sub in (rck, res, rep):
+    for sub in (rck, res, rep, rer):
         _where_it_runs(sub)
-    for sub in (run, rck, res):
+    for sub in (run, rck, res, rer):
         _threads(sub)
     _project_commands(commands)
 

@@ -4,8 +4,8 @@
 task that needs it, transitively (its **closure**, in declaration order), plus any stale or pending
 work already runnable (the round that re-runs the closure runs that too), minus whatever would be
 blocked. :func:`rerun_from` marks the closure stale — each task on its own account, so it re-runs
-whatever an upstream output turns out to be — records one ``requested`` ledger entry saying who
-asked and what falls, and runs one round over stale and pending work (ADR 0019 §7).
+whatever an upstream output turns out to be — records ``requested`` ledger entries saying who
+asked, one a task of the closure, and runs one round over stale and pending work (ADR 0019 §7).
 
 Invariants (``tests/execution/test_rerun.py``):
 
@@ -105,12 +105,15 @@ def rerun_from(plan: Plan, task: str, *, asked_by: str) -> RoundReport:
         raise RerunError("asked_by", repr(asked_by)[:80], "who asked is non-empty text of at most 200 characters")
     preview = preview_rerun(plan, task)
     for name in preview.closure:
+        # One entry a task, carrying the round it happened after (as a repair does), so each
+        # re-run task's row says why it ran (run_reasons) and the first names the whole closure.
         plan.tasks[name].state = TaskState.STALE
-    plan.ledger.record(
-        "requested",
-        round=plan.round + 1,
-        task=task,
-        decision_id=plan.tasks[task].decision_id,
-        detail=f"rerun from {task}, asked by {asked_by}: {', '.join(preview.closure)}",
-    )
+        said = f"rerun from {task}, asked by {asked_by}"
+        plan.ledger.record(
+            "requested",
+            round=plan.round,
+            task=name,
+            decision_id=plan.tasks[name].decision_id,
+            detail=f"{said} (closure: {', '.join(preview.closure)})" if name == task else said,
+        )
     return plan.run(include_failed=False)

@@ -28,7 +28,7 @@ from contextmesh.orchestration.settings import client_settings
 
 __all__ = ["Kind", "RunHere", "dispatched_report", "run_here"]
 
-Kind = Literal["run", "resume", "recheck", "repair"]
+Kind = Literal["run", "resume", "recheck", "repair", "rerun"]
 
 
 @dataclass(frozen=True)
@@ -55,6 +55,8 @@ def _one_run(
     result: dict[str, Any]
     if kind in ("run", "resume"):
         result = flow_bodies.make_plan_flow(registry, max_workers=threads)(session_dir=directory, mode=kind)
+    elif kind == "rerun":  # ``repair`` carries the rerun's task and who asked (rerun_from, asked_by)
+        result = flow_bodies.make_plan_flow(registry, max_workers=threads)(session_dir=directory, mode=kind, **repair)
     elif kind == "recheck":
         result = flow_bodies.make_recheck_flow(registry, max_workers=threads)(session_dir=directory, full=full)
     else:

@@ -8,6 +8,7 @@ from contextmesh.core.graph import ContextGraph
 from contextmesh.execution.context import AuditContext, RunContext, Verdict
 from contextmesh.execution.plan import Plan
 from contextmesh.execution.rerun import RerunError
+from contextmesh.execution.run_reasons import round_rows
 from contextmesh.execution.snapshot import dump_plan
 from contextmesh.execution.task import TaskState
 from contextmesh.execution.task_registry import TaskRegistry
@@ -56,8 +57,13 @@ def test_a_rerun_runs_exactly_the_predicted_closure_and_records_who_asked() -> N
     assert report.executed == predicted and sorted(ran) == sorted(predicted)
     assert report.cached == ["e"]
     asked = [e for e in plan.ledger.entries if e.event == "requested"]
-    assert len(asked) == 1 and asked[0].task == "a" and asked[0].round == report.round
-    assert asked[0].detail == "rerun from a, asked by cli:alice: a, b, c, d, f"
+    assert [e.task for e in asked] == predicted and {e.round for e in asked} == {report.round - 1}
+    assert asked[0].detail == "rerun from a, asked by cli:alice (closure: a, b, c, d, f)"
+    assert {e.detail for e in asked[1:]} == {"rerun from a, asked by cli:alice"}
+    why = round_rows(plan, report)
+    assert {row["task"]: row["reason"] for row in why if row["task"] in predicted} == {
+        name: entry.detail for name, entry in zip(predicted, asked, strict=True)
+    }
     for name in predicted:  # a new decision supersedes the old one; nothing was invalidated
         assert plan.tasks[name].decision_id != old[name] and plan.tasks[name].state is TaskState.DONE
         new = plan.tasks[name].decision_id or ""
