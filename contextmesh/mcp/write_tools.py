@@ -1,10 +1,11 @@
-"""The four controlled writes, each committed through a lossless clone of the served session.
+"""The five controlled writes, each committed through a lossless clone of the served session.
 
 * ``mesh_submit_evidence`` stores a raw observation attributed to a source: no verdict, no target.
 * ``mesh_recheck`` asks the deployment's registered auditors to interpret current state; through
   MCP a disproof must cite submitted evidence (the observation it interprets).
 * ``mesh_repair`` moves a stale or failed task onto new ground and another *registered* key.
-* ``mesh_resume`` runs one round over pending and stale work whose ground stands, nothing else.
+* ``mesh_resume`` runs one round over pending and stale work whose ground stands, nothing else;
+* ``mesh_rerun_from`` re-runs a done task and all downstream of it (:mod:`contextmesh.mcp.rerun_tool`).
 
 The commit-through-clone rule (:func:`commit_through_clone`):
 
@@ -248,7 +249,7 @@ def with_registered_keys(schema: dict[str, Any], registry: TaskRegistry | None) 
     return published
 
 
-# -- the four writes ------------------------------------------------------------------------------
+# -- the writes ------------------------------------------------------------------------------------
 
 
 def _stored(
@@ -487,9 +488,12 @@ def mesh_resume(served: ServedSession) -> ResumeResult:
     return _dispatched_or_here(served, lambda dispatcher, session: dispatcher.resume(session), resume_in_process)
 
 
+from contextmesh.mcp.rerun_tool import mesh_rerun_from  # noqa: E402 - it builds on the helpers above
+
 WRITE_TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec("mesh_submit_evidence", mesh_submit_evidence, False, "Submit an observation"),
     ToolSpec("mesh_recheck", mesh_recheck, False, "Recheck with the registered auditors"),
     ToolSpec("mesh_repair", mesh_repair, False, "Repair a task onto a registered key"),
     ToolSpec("mesh_resume", mesh_resume, False, "Resume pending and stale work"),
+    ToolSpec("mesh_rerun_from", mesh_rerun_from, False, "Re-run a task and all downstream of it"),
 )
