@@ -11,6 +11,7 @@ asked: ``mcp:client`` (:data:`ASKED_BY`).
 
 from __future__ import annotations
 
+from types import ModuleType
 from typing import Annotated, Any
 
 from pydantic import Field
@@ -21,7 +22,6 @@ from contextmesh.execution.reports import RoundReport
 from contextmesh.execution.rerun import RerunPreview
 from contextmesh.mcp.models import FlowRunOut, InvalidationOut, _Out
 from contextmesh.mcp.served_session import ServedSession
-from contextmesh.mcp.write_tools import ControlledWriteError, _require_writable, _runner_of, commit_through_clone
 from contextmesh.session.session import Session
 
 __all__ = ["ASKED_BY", "RerunResult", "mesh_rerun_from"]
@@ -85,37 +85,51 @@ def _result(
     )
 
 
+def _writes() -> ModuleType:
+    """The controlled writes' module, whose clone-and-commit this write shares. Imported on use:
+    that module lists this write among its tools, so importing it at the top would be a cycle."""
+    from contextmesh.mcp import write_tools  # noqa: PLC0415
+
+    return write_tools
+
+
+def _refused(text: str) -> Exception:
+    error: Exception = _writes().ControlledWriteError(text)
+    return error
+
+
 def _preview(runner: Plan, task: str) -> RerunPreview:
     try:
         return runner.rerun_preview(task)
     except ContextMeshError as exc:
-        raise ControlledWriteError(str(exc)) from None
+        raise _refused(str(exc)) from None
 
 
 def mesh_rerun_from(served: ServedSession, task: TaskName, dry_run: DryRun = False) -> RerunResult:
     """Re-run a task whose output is suspect, and every done task downstream of it (its closure),
     with the deployment's registered keys. dry_run only says what would run. The ledger records that
     this client asked. Dispatched to a deployment, it returns the flow run (follow its page)."""
-    _require_writable(served)
+    writes = _writes()
+    writes._require_writable(served)
     asked_by = ASKED_BY
-    preview = _preview(_runner_of(served.session), task)
+    preview = _preview(writes._runner_of(served.session), task)
     if dry_run:
         return _result(preview, None, asked_by, served.session)
     dispatcher = served.dispatcher
     record = getattr(dispatcher, "record", None)
     if dispatcher is not None:
         if record is None:
-            raise ControlledWriteError(f"mesh_rerun_from cannot be dispatched to {dispatcher.name}; nothing ran")
+            raise _refused(f"mesh_rerun_from cannot be dispatched to {dispatcher.name}; nothing ran")
         return _dispatched(served, preview, asked_by, record, float(getattr(dispatcher, "wait", 0.0)))
 
     def mutate(session: Session) -> tuple[RerunResult, bool]:
         try:
-            report = _runner_of(session).rerun_from(task, asked_by=asked_by)
+            report = writes._runner_of(session).rerun_from(task, asked_by=asked_by)
         except ContextMeshError as exc:
-            raise ControlledWriteError(str(exc)) from None
+            raise _refused(str(exc)) from None
         return _result(preview, report, asked_by, session), True
 
-    result, _ = commit_through_clone(served, mutate)
+    result: RerunResult = writes.commit_through_clone(served, mutate)[0]
     return result.model_copy(update={"generation": served.session.generation})
 
 
@@ -125,18 +139,18 @@ def _dispatched(served: ServedSession, preview: RerunPreview, asked_by: str, rec
     from contextmesh.orchestration.runs_here import dispatched_report  # noqa: PLC0415
 
     if not served.dispatcher or not served.dispatcher.answering():
-        raise ControlledWriteError("mesh_rerun_from: the deployment is not answering; nothing was started")
+        raise _refused("mesh_rerun_from: the deployment is not answering; nothing was started")
     try:
         done = deployed.dispatch_rerun(record, task=preview.task, asked_by=asked_by, wait=wait)
     except Exception as exc:  # the API or the deployment: say which, never run here instead
-        raise ControlledWriteError(f"the rerun could not be dispatched to {record.plan}: {exc}") from None
+        raise _refused(f"the rerun could not be dispatched to {record.plan}: {exc}") from None
     flow_run = FlowRunOut(id=done.flow_run_id, url=done.url, state=done.state_name, completed=done.finished)
     if not done.finished:
         return _result(preview, None, asked_by, served.session, flow_run=flow_run)
     if done.state != "COMPLETED":
-        raise ControlledWriteError(f"the rerun flow run ended {done.state_name}: {done.message} ({done.url})")
+        raise _refused(f"the rerun flow run ended {done.state_name}: {done.message} ({done.url})")
     report = dispatched_report(record, done.flow_run_id)
     served.refresh()
     if not isinstance(report, RoundReport):
-        raise ControlledWriteError(f"the rerun flow run {done.url} published no round report")
+        raise _refused(f"the rerun flow run {done.url} published no round report")
     return _result(preview, report, asked_by, served.session, flow_run=flow_run)

@@ -65,6 +65,7 @@ from contextmesh.mcp.models import (
 )
 from contextmesh.mcp.quoting import quote
 from contextmesh.mcp.read_tools import MeshToolError, ToolSpec
+from contextmesh.mcp.rerun_tool import mesh_rerun_from
 from contextmesh.mcp.served_session import ServedSession
 from contextmesh.mcp.write_dispatch import Dispatcher
 from contextmesh.project.sourced_evidence import add_evidence
@@ -487,8 +488,6 @@ def mesh_resume(served: ServedSession) -> ResumeResult:
     waits for a repair. With nothing to run, it commits nothing."""
     return _dispatched_or_here(served, lambda dispatcher, session: dispatcher.resume(session), resume_in_process)
 
-
-from contextmesh.mcp.rerun_tool import mesh_rerun_from  # noqa: E402 - it builds on the helpers above
 
 WRITE_TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec("mesh_submit_evidence", mesh_submit_evidence, False, "Submit an observation"),
