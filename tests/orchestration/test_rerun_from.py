@@ -140,6 +140,37 @@ def test_rerun_from_on_a_project_served_and_unserved(prefect_api: str, tmp_path:
         assert done["dispatched"]["deployment"] == f"contextmesh-plan/{handle.name}"
         assert done["report"]["executed"] == ["summarise", "publish"] and done["report"]["cached"] == ["load"]
         _shown_in_prefect(prefect_api, done["dispatched"]["flow_run_id"], preview["predicted"], every)
+
+        by_agent = _mcp_rerun(env, root, "publish")  # the MCP write, dispatched to the same deployment
+        assert (
+            by_agent["exact"] is True and by_agent["executed"] == ["publish"] and by_agent["asked_by"] == "mcp:client"
+        )
+        run = by_agent["flow_run"]
+        assert run["completed"] and flow_run(prefect_api, run["id"])["parameters"]["rerun_from"] == "publish"
+        _shown_in_prefect(prefect_api, run["id"], ["publish"], every)
         assert cm(env, "session", "verify", "--project", str(root))["ledger_verified"] is True
     finally:
         stop(handle)
+
+
+def _mcp_rerun(env: dict[str, str], root: Path, task: str) -> dict[str, Any]:
+    """``mesh_rerun_from`` over stdio from ``contextmesh-mcp --project``, with serve's environment only."""
+    import anyio
+    from mcp import Client, StdioServerParameters
+
+    minimal = {k: env[k] for k in ("PATH", "HOME", "CONTEXTMESH_HOME", "PREFECT_API_URL") if k in env}
+    server = StdioServerParameters(
+        command=str(Path(sys.executable).parent / "contextmesh-mcp"),
+        args=["--project", str(root), "--dispatch-wait", "240"],
+        env=minimal,
+    )
+
+    async def talk() -> dict[str, Any]:
+        async with Client(server, read_timeout_seconds=300) as client:
+            result = await client.call_tool("mesh_rerun_from", {"task": task})
+            assert not result.is_error, result.content
+            assert result.structured_content is not None
+            return result.structured_content
+
+    found: dict[str, Any] = anyio.run(talk)
+    return found
