@@ -141,6 +141,11 @@ def test_rerun_from_on_a_project_served_and_unserved(prefect_api: str, tmp_path:
         assert done["report"]["executed"] == ["summarise", "publish"] and done["report"]["cached"] == ["load"]
         _shown_in_prefect(prefect_api, done["dispatched"]["flow_run_id"], preview["predicted"], every)
 
+        full = cm(env, "recheck", "--full", "--project", str(root), "--wait", "240")  # dispatched with full=true
+        assert full["dispatched"]["deployment"] == f"contextmesh-recheck/{handle.name}"
+        assert flow_run(prefect_api, full["dispatched"]["flow_run_id"])["parameters"]["full"] is True
+        assert full["report"]["audited"] == ["load", "summarise", "publish"] and full["report"]["skipped"] == []
+
         by_agent = _mcp_rerun(env, root, "publish")  # the MCP write, dispatched to the same deployment
         assert (
             by_agent["exact"] is True and by_agent["executed"] == ["publish"] and by_agent["asked_by"] == "mcp:client"
