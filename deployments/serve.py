@@ -102,13 +102,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     os.environ["PREFECT_API_URL"] = api_url  # before Prefect is imported: the runner's subprocesses inherit it
     os.chdir(ROOT)  # the runner starts each flow run here: entrypoints are flows/<name>.py
 
-    from datetime import timedelta  # noqa: PLC0415
-
     from prefect import serve  # noqa: PLC0415
     from prefect.client.schemas.objects import ConcurrencyLimitConfig, ConcurrencyLimitStrategy  # noqa: PLC0415
     from prefect.events import DeploymentEventTrigger  # noqa: PLC0415
 
     from contextmesh.orchestration.flow_bodies import peek  # noqa: PLC0415
+    from contextmesh.orchestration.recheck_schedules import recheck_schedules  # noqa: PLC0415
     from flows.plan_flow import plan  # noqa: PLC0415
     from flows.recheck_flow import recheck  # noqa: PLC0415
     from flows.repair_flow import repair  # noqa: PLC0415
@@ -135,7 +134,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         plan.to_deployment(name="plan", parameters={**base, "mode": "run"}, tags=tags, triggers=triggers or None),
         recheck.to_deployment(
             name="recheck",
-            interval=timedelta(seconds=args.interval),
+            schedules=recheck_schedules(args.interval),  # and a full recheck every 10 intervals (ADR 0019)
             parameters={**base, "resume_deployment": PLAN if args.trigger == "run-deployment" else ""},
             tags=tags,
             # A recheck that comes due while one runs is turned away, not queued: a backlog of rechecks

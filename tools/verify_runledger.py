@@ -52,6 +52,7 @@ EVENTS = (
     "audit_error",
     "revalidated",
     "fact_changed",
+    "requested",
 )
 HEX64 = re.compile(r"[0-9a-f]{64}")
 

@@ -20,6 +20,7 @@ from contextmesh.cli import (
     plan_rounds,
     project_commands,
     reads,
+    rerun_command,
     writes,
 )
 from contextmesh.cli.failure import UsageError
@@ -224,8 +225,12 @@ def _dispatching(commands: Commands) -> None:
     ran = "one round of the project's plan, committed: a Prefect flow run (--local: in-process)"
     run = commands.add_parser("run", help=ran, description=ran)
     run.set_defaults(handler=plan_rounds.run)
-    rechecked = "run every standing auditor once and commit what it finds (a disproof); " + served_help
+    rechecked = (
+        "run the standing auditors whose watched slice changed (and those that watch nothing) once and commit "
+        "what they find (a disproof); " + served_help
+    )
     rck = commands.add_parser("recheck", help=rechecked, description=rechecked)
+    rck.add_argument("--full", action="store_true", help="run every standing auditor, whatever it watches")
     rck.set_defaults(handler=plan_rounds.recheck)
     resumed = "run only stale and pending work whose ground stands and commit it; " + served_help
     res = commands.add_parser("resume", help=resumed, description=resumed)
@@ -251,10 +256,15 @@ def _dispatching(commands: Commands) -> None:
         help="the statement of its new ground, in quotes",
     )
     rep.set_defaults(handler=plan_rounds.repair)
+    rerun = "re-run a task whose output is suspect and every done task downstream of it: " + served_help
+    rer = commands.add_parser("rerun-from", help=rerun, description=rerun)
+    rer.add_argument("task", type=Key("a task name of the plan"), help="the task whose output is suspect")
+    rer.add_argument("--dry-run", action="store_true", help="say what would run (the closure), change nothing")
+    rer.set_defaults(handler=rerun_command.rerun_from)
     _where_it_runs(run, dispatches=False)
-    for sub in (rck, res, rep):
+    for sub in (rck, res, rep, rer):
         _where_it_runs(sub)
-    for sub in (run, rck, res):
+    for sub in (run, rck, res, rer):
         _threads(sub)
     _project_commands(commands)
 

@@ -145,6 +145,8 @@ def render_recheck(report: RecheckReport, *, url: str | None = None, reasons: di
     lines = [f"RECHECK round {report.round} · {len(report.audited)} audited: {', '.join(report.audited) or 'nothing'}"]
     if url:
         lines.append(f"  flow run: {url}")
+    if report.skipped:  # ADR 0019: nothing they watch changed; --full runs them too
+        lines.append(f"  skipped {len(report.skipped)}, nothing they watch changed: {', '.join(report.skipped)}")
     for fallen in report.invalidations:
         lines.append(f"  DISPROVED {fallen.statement}")
         if fallen.assumption_id in reasons:

@@ -11,7 +11,9 @@ the output it had. Then what needs it read nothing new, and re-running it would 
 * every fact it read through ``ctx.read`` is still read the same (its claims stand:
   :func:`~contextmesh.execution.facts.check_facts` ran at the start of the round);
 * the documents it rests on name the same claims and revisions;
-* it is not declared volatile.
+* it is not declared volatile;
+* nobody asked for it to re-run (``rerun-from``, ADR 0019 §7): a suspect output is re-computed,
+  whatever its inputs say.
 
 If so, :func:`revalidate` writes a new decision that supersedes the fallen one — nothing is revived:
 same output digest, same assumption and fact claims, the needs' current decisions, the same
@@ -97,8 +99,11 @@ def revalidation(plan: Plan, task: Task) -> str | None:
         return None
     if (task.rests_on or task.about) and _document_grounds_hold(graph, task, old_id) is None:
         return None
+    why = reason_for(plan, task.name, plan.round)
+    if why.kind == "requested":
+        return None  # asked for by name: its own output is what is suspect, so unchanged inputs prove nothing
     reason = "output unchanged: " + ("; ".join(changed) if changed else "every input as it was")
-    disproof = reason_for(plan, task.name, plan.round).disproof
+    disproof = why.disproof
     if disproof is not None:
         reason += f"; after {disproof.said()}"
     return reason + "; previous result stands"

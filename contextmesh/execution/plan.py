@@ -51,10 +51,12 @@ from contextmesh.execution.recheck import recheck
 from contextmesh.execution.references import check_refs
 from contextmesh.execution.repair import repair
 from contextmesh.execution.reports import RecheckReport, RoundReport
+from contextmesh.execution.rerun import RerunPreview, preview_rerun, rerun_from
 from contextmesh.execution.rounds import run_round
 from contextmesh.execution.task import Task, TaskState, blocked, check_keys
 from contextmesh.execution.task_registry import TaskRegistry
 from contextmesh.execution.verdicts import AUTHOR
+from contextmesh.execution.watch import WatchMark
 from contextmesh.formats.run_ledger import RunLedger
 from contextmesh.knowledge.revisions import DocumentRef
 
@@ -84,6 +86,8 @@ class Plan:
         self.executor: Executor = executor if executor is not None else InProcessExecutor()
         self.tasks: dict[str, Task] = {}
         self.round = 0
+        # What each auditor that watches a slice last found standing (ADR 0019, execution/watch.py).
+        self.watched: dict[str, WatchMark] = {}
         self.assumptions = Assumptions(graph)
         self.decisions = DecisionLog(graph)
         title = f"execution plan: {name}"
@@ -185,9 +189,20 @@ class Plan:
         """One round: run what is pending or stale (and failed) whose ground stands, layer by layer."""
         return run_round(self, include_failed=include_failed)
 
-    def recheck(self) -> RecheckReport:
-        """Run every standing auditor against current facts; execute nothing."""
-        return recheck(self)
+    def recheck(self, *, full: bool = False) -> RecheckReport:
+        """Run the standing auditors whose watched slice changed (every one when ``full``); execute nothing."""
+        return recheck(self, full=full)
+
+    def rerun_from(self, task_name: str, *, asked_by: str) -> RoundReport:
+        """Re-run ``task_name`` and every done task downstream of it (its output is suspect): one round.
+
+        See :mod:`contextmesh.execution.rerun`; :meth:`rerun_preview` says what would run.
+        """
+        return rerun_from(self, task_name, asked_by=asked_by)
+
+    def rerun_preview(self, task_name: str) -> RerunPreview:
+        """What :meth:`rerun_from` would run, changing nothing."""
+        return preview_rerun(self, task_name)
 
     def repair(
         self,

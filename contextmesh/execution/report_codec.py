@@ -141,6 +141,7 @@ _RECHECK_READERS: dict[str, Callable[[Any, str], Any]] = {
     "failed": _text_map,
     "invalidations": _invalidations,
     "stale": _texts,
+    "skipped": _texts,
 }
 
 

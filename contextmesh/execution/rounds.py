@@ -26,6 +26,7 @@ from contextmesh.execution.facts import check_facts, reading_claims
 from contextmesh.execution.reports import RoundReport
 from contextmesh.execution.task import Task, TaskState, blocked, ground_stands
 from contextmesh.execution.verdicts import RunRef, check_contract, decide, disprove, evidence_views, fail
+from contextmesh.execution.watch import keep_marks, read_slices
 
 if TYPE_CHECKING:
     from contextmesh.execution.plan import Plan
@@ -44,6 +45,7 @@ def run_round(plan: Plan, *, include_failed: bool) -> RoundReport:
     untouched = [t.name for t in plan.tasks.values() if t.state is TaskState.DONE]
     settled = set(untouched)
     evidence = evidence_views(plan.graph)
+    watched = read_slices(plan, todo, evidence, strict=False)  # before any audit reads them (ADR 0019)
     while todo:
         layer = [t for t in todo if all(need in settled for need in t.needs)]
         if not layer:
@@ -56,6 +58,7 @@ def run_round(plan: Plan, *, include_failed: bool) -> RoundReport:
         ran = {t.name for t in layer}
         held.update({k: v for k, v in blocked(plan.tasks, plan.graph).items() if k not in held})
         todo = [t for t in todo if t.name not in ran and t.name not in held]
+    keep_marks(plan, watched, report.executed)
     standing = set(untouched) | set(report.revalidated)
     report.cached = [name for name in plan.tasks if name in standing]
     for name in untouched:

@@ -14,6 +14,7 @@ the repairs recorded since the last one, which carry the previous round's number
   <id>): <chain>``;
 * ``disproved`` (its own ground) — ``its ground '<statement>' was disproved (evidence <id>): <reason>``;
 * ``failed`` — ``retry after failure: <detail>``;
+* ``requested`` — ``rerun from <task>, asked by <who>`` (``contextmesh rerun-from``);
 * an ``executed`` entry and nothing after it — ``input changed``;
 * ``invalidated`` after a ``fact_changed`` entry (a fact it read through its context changed, noticed
   at the start of this very round, so these entries count although they carry its number) —
@@ -50,8 +51,8 @@ __all__ = [
     "round_story",
 ]
 
-ReasonKind = Literal["first run", "repaired", "disproved", "failed", "input changed", "fact changed"]
-_EXPLAINING = frozenset({"executed", "repaired", "invalidated", "disproved", "failed"})
+ReasonKind = Literal["first run", "repaired", "disproved", "failed", "input changed", "fact changed", "requested"]
+_EXPLAINING = frozenset({"executed", "repaired", "invalidated", "disproved", "failed", "requested"})
 # What a round writes before it runs anything: the facts it found changed and what fell with them.
 _PROLOGUE = frozenset({"fact_changed", "invalidated"})
 UNTOUCHED = "untouched, its previous result stands"
@@ -153,6 +154,8 @@ def reason_for(plan: Plan, task: str, round_: int) -> Reason:
             return Reason("disproved", f"its ground {disproof.said()}: {disproof.reason}", disproof)
         if entry.event == "failed":
             return Reason("failed", f"retry after failure: {entry.detail}")
+        if entry.event == "requested":  # rerun-from (ADR 0019 §7): who asked, from which task
+            return Reason("requested", entry.detail)
         return Reason("input changed", "input changed")
     return Reason("first run", "first run")
 

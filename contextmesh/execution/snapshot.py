@@ -27,6 +27,7 @@ from contextmesh.core.ids import slug
 from contextmesh.execution.calls import Executor
 from contextmesh.execution.plan import Plan, Task, TaskState
 from contextmesh.execution.task_registry import TaskRegistry
+from contextmesh.execution.watch import marks_data, restore_marks
 from contextmesh.formats.records import check_header, exact_keys, expect_dict, expect_list
 from contextmesh.formats.run_ledger import RunLedger
 from contextmesh.knowledge.revisions import DocumentRef
@@ -75,6 +76,7 @@ def snapshot_plan(plan: Plan) -> dict[str, Any]:
         "plan": plan.name,
         "round": plan.round,
         "tasks": [_task_data(t) for t in plan.tasks.values()],
+        **marks_data(plan),  # optional (E30): absent while no auditor's mark is in force
     }
 
 
@@ -149,7 +151,7 @@ def restore_plan(
     """
     top = expect_dict(data, "$")
     check_header(top, EXECUTION_SCHEMA, EXECUTION_VERSION, original_versions=(1,))
-    exact_keys(top, ("schema", "version", "plan", "round", "tasks"), "$")
+    exact_keys(top, ("schema", "version", "plan", "round", "tasks", *(["watched"] if "watched" in top else [])), "$")
     plan_name = _text(top["plan"], "plan")
     round_ = top["round"]
     if type(round_) is not int or round_ < 0:
@@ -167,6 +169,8 @@ def restore_plan(
     plan = Plan(plan_name, graph, registry=registry, ledger=ledger, executor=executor)
     plan.tasks = tasks
     plan.round = round_
+    if "watched" in top:
+        plan.watched = restore_marks(top["watched"], tasks)
     return plan
 
 

@@ -24,12 +24,12 @@ import os
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from contextmesh.core.errors import ExecutionError
 from contextmesh.orchestration.flow_bodies import PLAN_FLOW, RECHECK_FLOW, REPAIR_FLOW
+from contextmesh.orchestration.recheck_schedules import recheck_schedules
 from contextmesh.orchestration.served_record import ServedRecord, peek
 
 if TYPE_CHECKING:
@@ -127,7 +127,8 @@ def _options(project: Project, where: ProjectDeployments, role: str) -> dict[str
         parameters["mode"] = "run"
     if role == "recheck":
         parameters["resume_deployment"] = where.full("plan")
-        options["interval"] = timedelta(seconds=project.deploy.recheck_interval)
+        # Every interval a watching recheck, every FULL_EVERY intervals a full one (ADR 0019).
+        options["schedules"] = recheck_schedules(project.deploy.recheck_interval)
         # A recheck that comes due while one runs is cancelled, not queued: a backlog would only
         # audit the same facts again and hold up repairs and resumes behind it.
         options["concurrency_limit"] = ConcurrencyLimitConfig(

@@ -28,7 +28,7 @@ from contextmesh.orchestration.settings import client_settings
 
 __all__ = ["Kind", "RunHere", "dispatched_report", "run_here"]
 
-Kind = Literal["run", "resume", "recheck", "repair"]
+Kind = Literal["run", "resume", "recheck", "repair", "rerun"]
 
 
 @dataclass(frozen=True)
@@ -55,7 +55,7 @@ class RunHere:
 
 
 def _one_run(
-    kind: Kind, directory: str, registry: TaskRegistry, threads: int, repair: dict[str, Any]
+    kind: Kind, directory: str, registry: TaskRegistry, threads: int, repair: dict[str, Any], full: bool = False
 ) -> tuple[dict[str, Any], str]:
     """The flow run's result dict and its final state's name."""
     from prefect.client.schemas.objects import State  # noqa: PLC0415 - Prefect, after the environment is set
@@ -65,9 +65,12 @@ def _one_run(
     if kind in ("run", "resume"):
         flow = flow_bodies.make_plan_flow(registry, max_workers=threads)
         parameters: dict[str, Any] = {"session_dir": directory, "mode": kind}
+    elif kind == "rerun":  # ``repair`` carries the rerun's task and who asked (rerun_from, asked_by)
+        flow = flow_bodies.make_plan_flow(registry, max_workers=threads)
+        parameters = {"session_dir": directory, "mode": kind, **repair}
     elif kind == "recheck":
         flow = flow_bodies.make_recheck_flow(registry, max_workers=threads)
-        parameters = {"session_dir": directory}
+        parameters = {"session_dir": directory, "full": full}
     else:
         flow = flow_bodies.make_repair_flow(registry)
         parameters = {"session_dir": directory, **repair}
@@ -86,10 +89,12 @@ def run_here(
     threads: int = 4,
     repair: dict[str, Any] | None = None,
     home: Path | None = None,
+    full: bool = False,
 ) -> RunHere:
-    """Run one flow run of ``kind`` on ``session_dir`` here; ``repair`` holds task, assumes, worker_key."""
+    """Run one flow run of ``kind`` on ``session_dir`` here; ``repair`` holds task, assumes, worker_key;
+    ``full`` makes a recheck run every standing auditor."""
     with prefect_for_command(home) as handle:
-        result, state_name = _one_run(kind, str(session_dir), registry, threads, repair or {})
+        result, state_name = _one_run(kind, str(session_dir), registry, threads, repair or {}, full)
         flow_run_id = str(result["flow_run_id"])
         handle.record(flow_run_id, int(result.get("task_runs", 0)))
         url = handle.flow_run_url(flow_run_id)

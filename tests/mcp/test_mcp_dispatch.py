@@ -35,7 +35,7 @@ from contextmesh.session.session import Session
 pytestmark = [pytest.mark.anyio, pytest.mark.integration]
 BCRYPT = DEFAULT_KEYS["bcrypt"]
 STALE = ["hashing", "routes", "rate_limit"]
-DISPATCHED = ["mesh_recheck", "mesh_resume"]
+DISPATCHED = ["mesh_recheck", "mesh_rerun_from", "mesh_resume"]
 PLAN_SOURCE = slug(f"execution plan: {PLAN_NAME}", "source")
 ADVISORY = {
     "text": "argon2-cffi: CVE-2026-9999, memory-hard parameters silently downgraded (advisory)",
