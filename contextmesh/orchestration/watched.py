@@ -6,10 +6,11 @@ second (ADR 0017):
 * a **file** an auditor reads (a project's ``[settings]`` file such as ``world.json``, the demo's
   advisory feed) by one ``stat``: its size, modification time and inode, so a rewrite, an
   atomic rename or a removal all count;
-* the session's **submitted evidence** by the newest manifest's graph companion (its name carries
-  its digest): only when that changes is the graph opened read-only and its set of submitted
-  evidence ids compared — the notes a recheck or a round writes itself (audits, disproofs) and a
-  disproof's rejection are not submissions, so no run of the plan starts another recheck.
+* the session's **submitted evidence** by the newest manifest's graph companion and journal
+  segments (their names carry their digests): only when those change is the graph opened
+  read-only and its set of submitted evidence ids compared — the notes a recheck or a round
+  writes itself (audits, disproofs) and a disproof's rejection are not submissions, so no run of
+  the plan starts another recheck.
 
 This module does not import Prefect.
 """
@@ -65,12 +66,15 @@ class Watched:
         self._evidence = self._evidence_ids()
 
     def _graph_name(self) -> str:
-        """The newest manifest's graph companion (its digest in its name); empty when unreadable."""
+        """The newest manifest's graph companion and journal segments (their digests in their names);
+        empty when unreadable. A journalled commit (session v5, ADR 0020) names the same snapshot,
+        so the segments are what says the graph moved."""
         try:
             generation = latest_generation(self.session_dir)
             name = manifest_name(generation)
             data = read_regular(self.session_dir, name, limit=MANIFEST_MAX_BYTES)
-            return parse_manifest(loads(data), generation).graph.name
+            manifest = parse_manifest(loads(data), generation)
+            return " ".join([manifest.graph.name, *(segment.name for segment in manifest.journal)])
         except (OSError, ValueError, ContextMeshError):
             return ""  # a commit under way or a broken directory: look again next time
 
