@@ -35,15 +35,12 @@ from contextmesh.execution.references import TaskGrounds, task_grounds
 from contextmesh.execution.reports import RoundReport
 from contextmesh.execution.run_reasons import reason_for
 from contextmesh.execution.task import Task, TaskState
+from contextmesh.execution.verdicts import AUTHOR, produced_artefacts
 
 if TYPE_CHECKING:
     from contextmesh.execution.plan import Plan
 
 __all__ = ["revalidate", "revalidation"]
-
-# The author the plan records on what it writes (verdicts.AUTHOR; repeated so this module does not
-# reach into the verdict writer for a constant).
-_AUTHOR = "runner"
 
 
 def _previous_needs(graph: ContextGraph, decision_id: str) -> dict[str, str]:
@@ -120,11 +117,11 @@ def revalidate(plan: Plan, task: Task, reason: str, report: RoundReport) -> None
     record = plan.decisions.decide(
         f"{task.name} ({plan.name})",
         rationale=task.rationale or f"task '{task.name}' of plan '{plan.name}' ran {task.worker_key or 'a callable'}",
-        provenance=Provenance(source_id=plan.source_id, extractor=_AUTHOR, recorded_at_build=graph.build),
+        provenance=Provenance(source_id=plan.source_id, extractor=AUTHOR, recorded_at_build=graph.build),
         id=slug(f"{plan.name}|{task.name}|v{task.attempt}", "decision"),
         assumptions=[task.assumption_id],
         needs=[plan.tasks[n].decision_id for n in task.needs if plan.tasks[n].decision_id],  # type: ignore[misc]
-        produces=_artefacts(graph, task),
+        produces=produced_artefacts(graph, task),  # fallen ones revived: they come back with the decision
         rests_on=[*grounds.grounds.claims, *fact_claims(plan, old_id)],
         cites=grounds.grounds.sources,
         supersedes=old_id,
@@ -146,17 +143,3 @@ def revalidate(plan: Plan, task: Task, reason: str, report: RoundReport) -> None
     plan.ledger.record(
         "revalidated", round=plan.round, task=task.name, decision_id=record.id, key=task.worker_key, detail=reason
     )
-
-
-def _artefacts(graph: ContextGraph, task: Task) -> list[str]:
-    """The entity ids the task produces, fallen ones revived (they come back with the decision, rule 7)."""
-    found = []
-    for product in task.produces:
-        entity_id = slug(product, "entity")
-        node = graph.nodes.get(entity_id)
-        if node is None:
-            graph.add_node("entity", product, id=entity_id, attrs={"canonical": product, "aliases": []})
-        elif node.invalidated:
-            graph.revive(entity_id)
-        found.append(entity_id)
-    return found

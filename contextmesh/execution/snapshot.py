@@ -76,7 +76,7 @@ def snapshot_plan(plan: Plan) -> dict[str, Any]:
         "plan": plan.name,
         "round": plan.round,
         "tasks": [_task_data(t) for t in plan.tasks.values()],
-        **marks_data(plan),  # optional (E30): absent while no auditor's mark is in force
+        **marks_data(plan),  # optional (E31): absent while no auditor's mark is in force
     }
 
 

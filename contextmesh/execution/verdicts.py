@@ -27,7 +27,17 @@ from contextmesh.execution.task import Task, TaskState
 if TYPE_CHECKING:
     from contextmesh.execution.plan import Plan
 
-__all__ = ["AUTHOR", "RunRef", "check_contract", "decide", "disprove", "evidence_views", "fail", "mark_checked"]
+__all__ = [
+    "AUTHOR",
+    "RunRef",
+    "check_contract",
+    "decide",
+    "disprove",
+    "evidence_views",
+    "fail",
+    "mark_checked",
+    "produced_artefacts",
+]
 
 # The author the plan records on what it writes (``created_by``, ``extractor``). Graph files
 # already hold this word, so it stays although the class is called Plan now.
@@ -100,7 +110,7 @@ def decide(
     if isinstance(grounds, str):  # the documents changed while the task ran
         fail(plan, task, f"cannot commit: {grounds}", failed, run_ref)
         return False
-    entity_ids = _artefacts(graph, task)
+    entity_ids = produced_artefacts(graph, task)
     record = plan.decisions.decide(
         f"{task.name} ({plan.name})",
         rationale=task.rationale or f"task '{task.name}' of plan '{plan.name}' ran {task.worker_key or 'a callable'}",
@@ -151,7 +161,7 @@ def decide(
     return True
 
 
-def _artefacts(graph: ContextGraph, task: Task) -> list[str]:
+def produced_artefacts(graph: ContextGraph, task: Task) -> list[str]:
     """The entity ids of what the task produces: new ones added, fallen ones revived."""
     entity_ids = []
     for product in task.produces:

@@ -228,7 +228,7 @@ def record_selection(plan: Plan, selection: Selection) -> None:
     )
 
 
-# -- in the execution snapshot (docs/formats/execution-v2.md, rule E30) ----------------------------
+# -- in the execution snapshot (docs/formats/execution-v2.md, rule E31) ----------------------------
 
 
 def marks_data(plan: Plan) -> dict[str, dict[str, dict[str, str | None]]]:
@@ -259,7 +259,7 @@ def _is_hex(value: str) -> bool:
 
 
 def restore_marks(raw: object, tasks: Mapping[str, Task]) -> dict[str, WatchMark]:
-    """E30: ``watched`` maps done tasks to marks of their current decisions; anything else is refused."""
+    """E31: ``watched`` maps done tasks to marks of their current decisions; anything else is refused."""
     marks: dict[str, WatchMark] = {}
     for name, value in expect_dict(raw, "watched").items():
         path = f"watched.{name}"

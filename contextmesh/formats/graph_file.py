@@ -86,7 +86,8 @@ def ontology_digest(ontology: Ontology) -> str:
     )
 
 
-def _provenance(p: Provenance | None) -> dict[str, Any] | None:
+def provenance_data(p: Provenance | None) -> dict[str, Any] | None:
+    """A record's provenance as the graph file writes it (the journal writes records the same way)."""
     if p is None:
         return None
     return {
@@ -106,7 +107,7 @@ def graph_to_dict(graph: ContextGraph) -> dict[str, Any]:
             "type": n.type,
             "label": n.label,
             "attrs": n.attrs,
-            "provenance": _provenance(n.provenance),
+            "provenance": provenance_data(n.provenance),
             "embedding": n.embedding,
             "build": n.build,
             "walks": n.walks,

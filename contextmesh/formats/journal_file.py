@@ -29,7 +29,8 @@ from typing import Any
 from contextmesh.core.canonical import file_bytes, loads
 from contextmesh.core.errors import SnapshotError
 from contextmesh.core.graph import ContextGraph
-from contextmesh.core.model import AssumptionRecord, EdgeRecord, NodeRecord, Provenance
+from contextmesh.core.model import AssumptionRecord, EdgeRecord, NodeRecord
+from contextmesh.formats.graph_file import provenance_data
 from contextmesh.formats.records import check_header, exact_keys, expect_dict, expect_list
 from contextmesh.knowledge.resolve import LOG_LIMIT, ResolutionRecord
 
@@ -72,18 +73,6 @@ _LOG_FIELDS = tuple(f.name for f in fields(ResolutionRecord))
 # -- records in the graph file's form (graph_file.graph_to_dict's, record by record) ----------
 
 
-def _provenance(p: Provenance | None) -> dict[str, Any] | None:
-    if p is None:
-        return None
-    return {
-        "source_id": p.source_id,
-        "span": None if p.span is None else list(p.span),
-        "extractor": p.extractor,
-        "checks": list(p.checks),
-        "recorded_at_build": p.recorded_at_build,
-    }
-
-
 def node_data(n: NodeRecord) -> dict[str, Any]:
     """A node as the graph file writes it, ``walks`` 0 (counters live in telemetry)."""
     return {
@@ -91,7 +80,7 @@ def node_data(n: NodeRecord) -> dict[str, Any]:
         "type": n.type,
         "label": n.label,
         "attrs": n.attrs,
-        "provenance": _provenance(n.provenance),
+        "provenance": provenance_data(n.provenance),
         "embedding": n.embedding,
         "build": n.build,
         "walks": 0,
