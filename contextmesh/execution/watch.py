@@ -18,12 +18,11 @@ Invariants (``tests/execution/test_watch.py``):
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from contextmesh.core.canonical import digest
+from contextmesh.core.canonical import digest, sha256_hex
 from contextmesh.core.errors import ExecutionError, SnapshotError
 from contextmesh.execution.context import EvidenceView
 from contextmesh.execution.task import Task, TaskState
@@ -132,7 +131,7 @@ def _fingerprint(plan: Plan, task: Task, fn: object) -> str:
         raise WatchError(
             where, f"its fingerprint function returned {type(found).__name__} {shown}", "a fingerprint is text (str)"
         )
-    return hashlib.sha256(found.encode("utf-8", "surrogatepass")).hexdigest()
+    return sha256_hex(found.encode("utf-8", "surrogatepass"))
 
 
 def read_slices(
