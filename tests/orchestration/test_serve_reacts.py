@@ -22,7 +22,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from orch_helpers import flow_run, post
 from project_helpers import Served, cm, deployments, flow_runs, init_project, project_env, serve, stop, wait_for
+
+from contextmesh.core.canonical import loads
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -57,6 +60,16 @@ def _ended_after(api: str, deployment: str, since: float, tag: str) -> list[dict
         if datetime.fromisoformat(run["created"]).timestamp() >= since - 1
         and run["state_type"] in ("COMPLETED", "FAILED", "CRASHED", "CANCELLED")
     ]
+
+
+def _by_run(runs: list[dict[str, Any]], kind: str) -> dict[str, Any]:
+    return {kind: {"flow_run_id": {"any_": [r["id"] for r in runs]}}}
+
+
+def _every_run_logged(api: str, runs: list[dict[str, Any]]) -> bool:
+    """Whether each run wrote a log line yet (Prefect ships run logs in batches, a moment late)."""
+    found = post(api, "/logs/filter", {**_by_run(runs, "logs"), "limit": 200})
+    return {str(entry["flow_run_id"]) for entry in found} >= {run["id"] for run in runs}
 
 
 def _log_saying(one: Served, *lines: str) -> str:
@@ -162,6 +175,24 @@ def test_a_changed_world_is_disproved_and_resumed_in_the_serving_process(
     assert "Opening process" not in log, "every run ran in the serving process, none in a runner subprocess"
     shown = cm(env, "session", "show", "--project", str(one.root))
     assert shown["plan"]["states"] == {"load": "done", "summarise": "stale", "publish": "stale"}
+    # Repair and resume, then the why on every run of this user's project (issue 20's acceptance
+    # for a project, as tests/orchestration/test_runs_explain.py holds it for the demo).
+    at = ("--project", str(one.root))
+    worker = ("--worker-key", "report.summarise.usd.v1", "--assumes", "prices are in US dollars")
+    cm(env, "repair", "summarise", *worker, *at, "--wait", "240")
+    resumed = cm(env, "resume", *at, "--wait", "240")
+    final = flow_run(prefect_api, resumed["dispatched"]["flow_run_id"])
+    assert final["state_name"] == "Completed" and "prices are in euros" in final["state"]["message"], final["state"]
+    assert "resume started: " in recheck["state"]["message"] and resume["id"] in recheck["state"]["message"]
+    runs = [recheck, resume, final]
+    for run in runs:
+        assert flow_run(prefect_api, run["id"])["state"]["message"], f"flow run {run['id']} ended with no message"
+    wait_for("a log line from every run", lambda: _every_run_logged(prefect_api, runs), timeout=30, every=0.5)
+    tables = post(prefect_api, "/artifacts/filter", {**_by_run([final], "artifacts"), "limit": 10})
+    (rows,) = [loads(t["data"]) if isinstance(t["data"], str) else t["data"] for t in tables if t["type"] == "table"]
+    executed = {row["task"]: row["reason"] for row in rows if row["outcome"] == "executed"}
+    assert set(executed) == {"summarise", "publish"} and all(executed.values()), rows
+    assert executed["summarise"].startswith("repaired onto report.summarise.usd.v1"), executed
 
 
 def test_rechecks_due_while_one_runs_are_skipped_at_once_and_an_asked_one_waits_its_turn(
