@@ -99,6 +99,22 @@ def provenance_data(p: Provenance | None) -> dict[str, Any] | None:
     }
 
 
+def assumption_data(a: AssumptionRecord) -> dict[str, Any]:
+    """An assumption record as the graph file writes it (the journal writes changed ones the same way)."""
+    return {
+        "id": a.id,
+        "statement": a.statement,
+        "status": a.status,
+        "version": a.version,
+        "created_by": a.created_by,
+        "created_at_build": a.created_at_build,
+        "evidence_ids": list(a.evidence_ids),
+        "supersedes": a.supersedes,
+        "superseded_by": a.superseded_by,
+        "rejected_at_build": a.rejected_at_build,
+    }
+
+
 def graph_to_dict(graph: ContextGraph) -> dict[str, Any]:
     """The graph as plain data, records in insertion order."""
     nodes = [
@@ -131,21 +147,7 @@ def graph_to_dict(graph: ContextGraph) -> dict[str, Any]:
         }
         for e in graph.edges.values()
     ]
-    assumptions = [
-        {
-            "id": a.id,
-            "statement": a.statement,
-            "status": a.status,
-            "version": a.version,
-            "created_by": a.created_by,
-            "created_at_build": a.created_at_build,
-            "evidence_ids": list(a.evidence_ids),
-            "supersedes": a.supersedes,
-            "superseded_by": a.superseded_by,
-            "rejected_at_build": a.rejected_at_build,
-        }
-        for a in graph.assumptions.values()
-    ]
+    assumptions = [assumption_data(a) for a in graph.assumptions.values()]
     return {
         "schema": GRAPH_SCHEMA,
         "version": GRAPH_VERSION,

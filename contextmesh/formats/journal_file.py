@@ -29,8 +29,8 @@ from typing import Any
 from contextmesh.core.canonical import file_bytes, loads
 from contextmesh.core.errors import SnapshotError
 from contextmesh.core.graph import ContextGraph
-from contextmesh.core.model import AssumptionRecord, EdgeRecord, NodeRecord
-from contextmesh.formats.graph_file import provenance_data
+from contextmesh.core.model import EdgeRecord, NodeRecord
+from contextmesh.formats.graph_file import assumption_data, provenance_data
 from contextmesh.formats.records import check_header, exact_keys, expect_dict, expect_list
 from contextmesh.knowledge.resolve import LOG_LIMIT, ResolutionRecord
 
@@ -102,22 +102,6 @@ def edge_data(e: EdgeRecord) -> dict[str, Any]:
         "assumption_id": e.assumption_id,
         "traversals": 0,
         "invalidated": e.invalidated,
-    }
-
-
-def assumption_data(a: AssumptionRecord) -> dict[str, Any]:
-    """An assumption record as the graph file writes it."""
-    return {
-        "id": a.id,
-        "statement": a.statement,
-        "status": a.status,
-        "version": a.version,
-        "created_by": a.created_by,
-        "created_at_build": a.created_at_build,
-        "evidence_ids": list(a.evidence_ids),
-        "supersedes": a.supersedes,
-        "superseded_by": a.superseded_by,
-        "rejected_at_build": a.rejected_at_build,
     }
 
 
