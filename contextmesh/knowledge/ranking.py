@@ -25,7 +25,11 @@ The score, with the weights of :class:`Weights` (calibrated on the development q
 * ``intent`` when the path's last edge is of a type the question asks across, ``node_type`` when
   the answer is of the type asked for ("which decision…"), ``causal`` for a *why* question
   answered by a node that states a cause;
-* minus ``hop`` for every edge past the first.
+* minus ``hop`` for every edge past the first;
+* with a real embedding model only (:mod:`~contextmesh.knowledge.semantic`), ``semantic`` × the
+  question's cosine to the node above ``semantic_floor``, rescaled to [0, 1] (ADR 0030). It adds to
+  the score, not to the confidence: meaning reorders what the typed walk reached, and cannot turn
+  a dead end into an answer.
 
 The **confidence** of a candidate is the share of the question it carries: the lexical coverage
 of the node that matches the question (the anchor's for an across candidate), or, when the
@@ -78,6 +82,8 @@ class Weights:
     causal: float = 0.1
     hop: float = 0.02
     unheld: float = 0.5
+    semantic: float = 0.2
+    semantic_floor: float = 0.4
 
 
 @dataclass(frozen=True)
@@ -213,6 +219,7 @@ def rank(
     intent: Intent,
     answer_types: frozenset[str],
     weights: Weights,
+    semantic: Callable[[str], float] | None = None,
 ) -> list[Candidate]:
     """Every candidate, best first (see the module docstring)."""
     question = _Question(terms, seeds, intent, answer_types)
@@ -232,6 +239,11 @@ def rank(
     def base(node_id: str) -> tuple[float, float]:
         if node_id not in match:
             lexical = index.coverage(node_id, terms)
+            # Meaning (a real model only): cosine above a calibrated floor, rescaled to [0, 1]. It
+            # reorders what the walk reached; confidence stays the words' and the entities' (ADR 0030).
+            meaning = 0.0
+            if semantic is not None:
+                meaning = max(0.0, semantic(node_id) - weights.semantic_floor) / (1.0 - weights.semantic_floor)
             share = reached[node_id].near_seeds / seeds if seeds and node_id in reached else 0.0
             if seeds == 1 and known and share > 0.0 and plain and not index.bm25.held(node_id, known):
                 # Next to the one entity named and holding none of the question's other words that
@@ -239,7 +251,7 @@ def rank(
                 # question that names a relation or a node type is answered by structure as well.)
                 share *= 1.0 - weights.unheld
             confidence = share_of_words * lexical + (1.0 - share_of_words) * share
-            match[node_id] = (confidence, confidence)
+            match[node_id] = (confidence + weights.semantic * meaning, confidence)
         return match[node_id]
 
     out: list[Candidate] = []

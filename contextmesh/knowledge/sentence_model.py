@@ -207,6 +207,7 @@ class SentenceModelEmbedder:
         self.tokenizer = WordPiece.from_file(
             directory / "vocab.txt", lower_case=shape.lower_case, max_length=shape.max_length
         )
+        self.directory = directory
         self.encoder = _Encoder(directory, shape, ops or best_ops())
         self.dimensions = shape.hidden
         self.name = name or f"model-{directory.name}-{shape.hidden}"

@@ -65,6 +65,7 @@ from contextmesh.knowledge.flat_baseline import FlatBaseline
 from contextmesh.knowledge.intent import Intent, read_intent
 from contextmesh.knowledge.ranking import AnswerIndex, Candidate, Trail, Weights, rank
 from contextmesh.knowledge.search import entity_words, reach, source_seeds, word_seeds
+from contextmesh.knowledge.semantic import SemanticMatch
 from contextmesh.knowledge.standing import live_contradictions
 from contextmesh.knowledge.text import content_stems, estimate_tokens, normalize
 
@@ -239,6 +240,7 @@ class Walker:
         self.settings = settings or WalkerSettings()
         self.flat = flat
         self.weights = weights or Weights()
+        self._meaning = SemanticMatch(self.embedder)
         self.walks: list[Walk] = []
         self._check_policy(self.settings.policy)
         self._bodies = dict(bodies) if bodies is not None else None
@@ -408,6 +410,7 @@ class Walker:
             intent=intent,
             answer_types=answer_types,
             weights=self.weights,
+            semantic=self._meaning.for_question(self.graph, walk.question),
         )
         verdict: Verdict | None = None
         best = choose(c for c in ranked if c.fallen is None)
