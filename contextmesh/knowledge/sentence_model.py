@@ -236,7 +236,8 @@ class SentenceModelEmbedder:
 
     def vector(self, text: str) -> list[float]:
         """The model's float vector of ``text``."""
-        return self.encoder.forward(self.tokenizer.encode(text))
+        with self.encoder.ops.pinned():
+            return self.encoder.forward(self.tokenizer.encode(text))
 
     def embed(self, text: str) -> str:
         """The stored vector of ``text`` (unit length, quantised; see invariant 2)."""

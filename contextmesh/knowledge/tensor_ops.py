@@ -7,14 +7,18 @@ same loading and forward code runs, and is tested on a tiny model, where NumPy i
 install). Both compute in the model's own float32 weights; ``gelu`` is the exact (erf) form.
 
 Invariant: each operation is a pure function of its inputs, so an embedding is the same on every
-run on one machine (NumPy's BLAS is held to one thread when this module first imports NumPy).
+run on one machine. That needs one BLAS thread (OpenBLAS on two threads gives other bytes for
+all-MiniLM-L6-v2): this module sets ``OPENBLAS_NUM_THREADS=1`` when it is first to import NumPy,
+and ``pinned`` holds BLAS to one thread with threadpoolctl (the extra brings it) around each pass.
 """
 
 from __future__ import annotations
 
+import importlib
 import math
 import os
 import sys
+from contextlib import AbstractContextManager, nullcontext
 from operator import mul
 from typing import Any, Protocol
 
@@ -39,6 +43,7 @@ class Ops(Protocol):
     def gelu(self, x: Array) -> Array: ...
     def attention(self, q: Array, k: Array, v: Array, heads: int) -> Array: ...
     def pooled(self, x: Array, mode: str) -> list[float]: ...
+    def pinned(self) -> AbstractContextManager[object]: ...
 
 
 class PythonOps:
@@ -96,6 +101,9 @@ class PythonOps:
             return list(x[0])
         return [sum(column) / len(x) for column in zip(*x, strict=True)]
 
+    def pinned(self) -> AbstractContextManager[object]:
+        return nullcontext()
+
 
 class NumpyOps:
     """NumPy float32 arrays, as the model's weights are stored."""
@@ -110,6 +118,10 @@ class NumpyOps:
         import numpy  # noqa: PLC0415  (optional: the embeddings extra brings it)
 
         self.np = numpy
+        try:  # NumPy imported before us keeps its threads: hold BLAS to one thread around each pass
+            self._pool: Any = importlib.import_module("threadpoolctl").ThreadpoolController()
+        except ImportError:
+            self._pool = None
 
     def matrix(self, tensor: Tensor) -> Array:
         return self.np.frombuffer(tensor.values, dtype=self.np.float32).reshape(tensor.shape)
@@ -154,6 +166,10 @@ class NumpyOps:
     def pooled(self, x: Array, mode: str) -> list[float]:
         row = x[0] if mode == "cls" else x.mean(axis=0)
         return [float(v) for v in row]
+
+    def pinned(self) -> AbstractContextManager[object]:
+        """One BLAS thread for a forward pass: OpenBLAS on two threads sums in another order."""
+        return self._pool.limit(limits=1, user_api="blas") if self._pool is not None else nullcontext()
 
 
 def best_ops() -> Ops:
