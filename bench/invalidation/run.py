@@ -255,7 +255,7 @@ def _plain_case(
     calls.take()
     cpu = clock()
     start = time.perf_counter()
-    outputs, fid = plain.run_flow(fl, plain.bump(versions, result.case.change, plan.world), storage)
+    outputs, fid = plain.run_flow(fl, plain.bump(versions, result.case.change, plan.world, plan.coarse), storage)
     seconds = time.perf_counter() - start
     quiet(fid, len(plan.tasks))
     result.cpu["plain Prefect"].append(clock() - cpu)
