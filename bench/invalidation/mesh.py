@@ -12,7 +12,8 @@ A world change is rerun the way an agent would: the changed facts are **submitte
 (raw observations, :func:`contextmesh.belief.evidence.submit`), the **recheck flow** runs the standing
 auditors, each of which disproves its ground by citing the observation that contradicts it, the
 tasks whose ground was rejected are **repaired** onto ``fact <f> is <new value>`` (an engine call,
-committed by compare-and-swap), and the **plan flow resumes**: only the stale tasks execute.
+committed by compare-and-swap; skipped when the recheck disproved nothing, as an agent reading
+its report would), and the **plan flow resumes**: only the stale tasks execute.
 
 Early cutoff is on (ADR 0018): a stale task whose inputs come back unchanged is revalidated, not
 re-run. A second session declares the same plan with workers that make their undeclared read
@@ -53,6 +54,7 @@ PLAN = "invalidation-bench"
 WORKER_KEY = "bench.invalidation.work.v1"
 TRACKED_WORKER_KEY = "bench.invalidation.work-tracked.v1"
 AUDITOR_KEY = "bench.invalidation.audit-fact.v1"
+BLIND_AUDITOR_KEY = "bench.invalidation.audit-fact-blind.v1"  # the same auditor, declaring nothing
 FACT_SOURCE = "bench.invalidation.world.v1"
 VERIFIER = Path(__file__).resolve().parents[2] / "tools" / "verify_runledger.py"
 
@@ -146,32 +148,35 @@ def registry_for(plan: WorldPlan, world: Mapping[str, int], calls: Calls, delay:
     registry.register_worker(WORKER_KEY, worker(plan, world, calls, delay))
     registry.register_worker(TRACKED_WORKER_KEY, tracked_worker(plan, world, calls, delay))
     registry.register_auditor(AUDITOR_KEY, fact_auditor, watches=watched_observations)
+    registry.register_auditor(BLIND_AUDITOR_KEY, fact_auditor)
     registry.register_fact(FACT_SOURCE, lambda fact: world[fact])
     return registry
 
 
-def declare(runner: Plan, plan: WorldPlan, *, tracked: bool = False) -> None:
+def declare(runner: Plan, plan: WorldPlan, *, tracked: bool = False, blind: bool = False) -> None:
     """Declare every task of ``plan`` on ``runner`` with the same dependency information the plain
     contender gets: its assumption (one fact, at the granularity the task reads it) and its needs.
     ``tracked``: the workers make their undeclared reads through ``ctx.read``, which the engine
-    records (the plain contender has no way to)."""
+    records (the plain contender has no way to). ``blind``: the auditors declare nothing they watch."""
     audited: set[str] = set()
     for spec in plan.tasks:
         runner.task(
             spec.name,
             assumes=ground(spec.fact, plan.world[spec.fact], coarse=spec.coarse),
             worker_key=TRACKED_WORKER_KEY if tracked else WORKER_KEY,
-            auditor_key=None if spec.fact in audited else AUDITOR_KEY,
+            auditor_key=None if spec.fact in audited else BLIND_AUDITOR_KEY if blind else AUDITOR_KEY,
             needs=spec.needs,
             produces=[f"artefact of {spec.name}"],
         )
         audited.add(spec.fact)
 
 
-def create_session(directory: Path, plan: WorldPlan, registry: TaskRegistry, *, tracked: bool = False) -> None:
+def create_session(
+    directory: Path, plan: WorldPlan, registry: TaskRegistry, *, tracked: bool = False, blind: bool = False
+) -> None:
     """A new session directory holding the declared plan (nothing run)."""
     runner = Plan(PLAN, ContextGraph(), registry=registry)
-    declare(runner, plan, tracked=tracked)
+    declare(runner, plan, tracked=tracked, blind=blind)
     Session.create(directory, Session(runner.graph, Resolver(), runner=runner, registry=registry))
 
 
@@ -272,8 +277,9 @@ def rerun(
                 runner.repair(name, assumes=ground(spec.fact, world[spec.fact], coarse=spec.coarse))
 
     start = time.perf_counter()
-    session = Session.load(directory, registry=registry)
-    session.apply(repair)
+    if checked["report"]["invalidations"]:  # only a disproof rejects a ground: with none, nothing to repair
+        session = Session.load(directory, registry=registry)
+        session.apply(repair)
     seconds["repair"] = time.perf_counter() - start
     start = time.perf_counter()
     resumed = plan_flow(session_dir=str(directory), mode="resume")

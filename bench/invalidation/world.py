@@ -192,6 +192,9 @@ class Case:
     note: str
     # Rerun on the session whose workers read their undeclared fact through ``ctx.read`` (ADR 0018).
     tracked: bool = False
+    # Rerun on the session whose auditors declare nothing they watch, so every recheck runs them all
+    # (ADR 0019): what a user who skips the declaration pays.
+    blind_auditors: bool = False
     # Why the ContextMesh side of this case is not measured yet, when it is not (counts never faked).
     pending: str | None = None
 
@@ -219,7 +222,8 @@ def _same_bucket(value: int) -> int:
 
 def named_cases(plan: WorldPlan, *, share: float = 0.05, mix_facts: int = 4) -> list[Case]:
     """The world changes reported: (a) indirect, (b) undeclared, (b) again with tracked reads, (c)
-    unchanged output, (w) an auditor's watched slice unchanged, and a mix.
+    unchanged output, (w) an auditor's watched slice unchanged, (a) again with auditors that declare
+    nothing, and a mix.
 
     Each is chosen from the plan alone (seeded): (a) a layer-0 fact read only by declaration, whose
     change crosses a bucket, with the reach nearest ``share`` of the plan; (b) the fact with the
@@ -276,6 +280,13 @@ def named_cases(plan: WorldPlan, *, share: float = 0.05, mix_facts: int = 4) -> 
             "(w) watched slice unchanged",
             {indirect: plan.world[indirect]},
             f"{indirect} is observed again at {plan.world[indirect]}, the value every task read",
+        ),
+        Case(
+            "a-blind",
+            "(a) again, auditors declaring nothing",
+            indirect_change,
+            "the change of (a) on a session whose 96 auditors declare nothing they watch: the recheck runs all",
+            blind_auditors=True,
         ),
         Case(
             "mix",
