@@ -4,8 +4,9 @@ The plan has 56 tasks (4 layers x 14 columns: above the 50-task line, so its tas
 untagged, as the benchmark's are) and 0 ms workers. Three world changes are rerun by both
 contenders: the named case (a) (one fact, read directly by one task and indirectly, through data,
 by its dependents), a change of three facts that only declared and indirect reads see, and the named
-case (c) (a coarse fact moved inside its bucket). The counts are checked exactly against the ground
-truth, which the benchmark computes from the task functions alone.
+case (c) (a coarse fact moved inside its bucket, which its declarers state as their ground). The
+counts are checked exactly against the ground truth, which the benchmark computes from the task
+functions alone.
 """
 
 from __future__ import annotations
@@ -75,13 +76,14 @@ def test_contextmesh_reruns_exactly_what_the_task_functions_say_and_plain_prefec
     assert cases["a"].counts["plain Prefect"]["stale"] == 0
     assert len(cases["a"].executed["plain Prefect"]) < len(plan.tasks)
 
-    # (c) a rerun whose output is unchanged: both re-run the declarers (their ground was contradicted)
-    # and both stop there — Prefect's input-keyed cache, ContextMesh's early cutoff revalidating the
-    # rest of the closure (ADR 0018). Neither serves anything stale.
+    # (c) a coarse fact moved inside its bucket: its declarers state the bucket as their ground
+    # (ADR 0026), so the observation contradicts nothing and neither contender re-runs anything; the
+    # ContextMesh recheck ran only that fact's auditor (the others watch observations of their own
+    # facts, ADR 0019) and the plain user, with the same statement, bumped no version.
     unchanged = cases["c"]
     (coarse,) = unchanged.case.change
     declarers = set(plan.declarers(coarse))
     assert unchanged.truth.must == frozenset() and plan.downstream(declarers) > declarers
-    assert unchanged.executed["plain Prefect"] == declarers
-    assert unchanged.executed["ContextMesh"] == declarers
+    assert unchanged.executed["plain Prefect"] == unchanged.executed["ContextMesh"] == frozenset()
     assert unchanged.counts["ContextMesh"]["stale"] == unchanged.counts["plain Prefect"]["stale"] == 0
+    assert unchanged.fallen == 0 and unchanged.task_runs["ContextMesh"] == 1
