@@ -38,6 +38,7 @@ from contextmesh.core.errors import ContextMeshError  # noqa: E402
 from contextmesh.orchestration import local_server as server  # noqa: E402
 from contextmesh.orchestration import served_record as served  # noqa: E402
 from contextmesh.orchestration.settings import prepare_environment  # noqa: E402
+from contextmesh.orchestration.stack_dumps import dump_stacks_on_signal  # noqa: E402
 
 PLAN, RECHECK, REPAIR = "contextmesh-plan/plan", "contextmesh-recheck/recheck", "contextmesh-repair/repair"
 EVENT = "contextmesh.assumption.disproved"
@@ -94,6 +95,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     session_dir = args.session.resolve()
     feed = str(args.feed.resolve()) if args.feed else None
     prepare_environment()
+    dump_stacks_on_signal()  # `kill -USR1 <pid>`: where every thread and asyncio task is (issue 20)
     try:
         api_url = _api_url()
     except ContextMeshError as exc:

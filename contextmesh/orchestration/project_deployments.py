@@ -209,8 +209,10 @@ def serve_project(project: Project, session_dir: Path, *, say: Callable[[str], N
     from contextmesh.orchestration import served_record as served  # noqa: PLC0415
     from contextmesh.orchestration.deployed import require_api  # noqa: PLC0415
     from contextmesh.orchestration.settings import client_settings, prepare_environment  # noqa: PLC0415
+    from contextmesh.orchestration.stack_dumps import dump_stacks_on_signal  # noqa: PLC0415
 
     prepare_environment()
+    dump_stacks_on_signal()  # `kill -USR1 <pid>`: where every thread and asyncio task is (issue 20)
     where = identify(project, session_dir)
     api_url = server.configured_api_url()
     if api_url:
