@@ -150,9 +150,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         session_id, str(session_dir), api_url, PLAN, RECHECK, REPAIR, args.trigger, os.getpid()
     )
     from contextmesh.orchestration.reactor import RUNNER_POLL_WHEN_WARM, Reactor, react_seconds, reacts, warm_runs  # noqa: PLC0415
+    from contextmesh.orchestration.run_watch import RunWatch, finish_seconds, start_seconds  # noqa: PLC0415
 
     try:
         tick, warm, react = react_seconds(), warm_runs(), reacts()
+        watch = RunWatch(start_seconds(), finish_seconds())  # a stuck in-process run is failed (issue 20)
     except ContextMeshError as exc:
         _say(str(exc))
         return 1
@@ -176,6 +178,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         tick=tick,
         warm=warm,
         react=react,
+        watch=watch,
     )
     served.remember(record)
     reactor.start()

@@ -226,9 +226,11 @@ def serve_project(project: Project, session_dir: Path, *, say: Callable[[str], N
     from prefect import serve  # noqa: PLC0415
 
     from contextmesh.orchestration.reactor import RUNNER_POLL_WHEN_WARM, Reactor, react_seconds, reacts, warm_runs  # noqa: PLC0415
+    from contextmesh.orchestration.run_watch import RunWatch, finish_seconds, start_seconds  # noqa: PLC0415
     from contextmesh.orchestration.watched import auditor_files  # noqa: PLC0415
 
     tick, warm, react = react_seconds(), warm_runs(), reacts()  # a bad setting is refused before anything is registered
+    watch = RunWatch(start_seconds(), finish_seconds())  # a stuck in-process run is failed (issue 20)
     with client_settings(api_url, heartbeat=True):
         flows = served_flows(project)
         deployments = served_deployments(project, where, flows)
@@ -253,6 +255,7 @@ def serve_project(project: Project, session_dir: Path, *, say: Callable[[str], N
             tick=tick,
             warm=warm,
             react=react,
+            watch=watch,
         )
         served.remember(where.record(api_url, os.getpid()))
         reactor.start()
