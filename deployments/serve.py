@@ -104,7 +104,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     os.environ["PREFECT_API_URL"] = api_url  # before Prefect is imported: the runner's subprocesses inherit it
     os.chdir(ROOT)  # the runner starts each flow run here: entrypoints are flows/<name>.py
 
-    from prefect import serve  # noqa: PLC0415
     from prefect.client.schemas.objects import ConcurrencyLimitConfig, ConcurrencyLimitStrategy  # noqa: PLC0415
     from prefect.events import DeploymentEventTrigger  # noqa: PLC0415
 
@@ -151,6 +150,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     from contextmesh.orchestration.reactor import RUNNER_POLL_WHEN_WARM, Reactor, react_seconds, reacts, warm_runs  # noqa: PLC0415
     from contextmesh.orchestration.run_watch import RunWatch, finish_seconds, start_seconds  # noqa: PLC0415
+    from contextmesh.orchestration.runner_loop import serve_deployments  # noqa: PLC0415
 
     try:
         tick, warm, react = react_seconds(), warm_runs(), reacts()
@@ -159,7 +159,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         _say(str(exc))
         return 1
     # Registered before the served record appears, so a CLI or MCP dispatch that reads the record
-    # finds the deployments; serve() applies them again (an upsert) when its runner starts.
+    # finds the deployments; the runner applies them again (an upsert) when it starts.
     ids = {
         role: deployment.apply() for role, deployment in zip(("plan", "recheck", "repair"), deployments, strict=True)
     }
@@ -193,7 +193,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         # the slot would have been free by its due time (ADR 0016). On-demand runs are due at once.
         # With warm runs the reactor runs every due run; the runner keeps the schedules (ADR 0017).
         runner_poll: dict[str, Any] = {"query_seconds": RUNNER_POLL_WHEN_WARM} if warm else {}
-        serve(*deployments, limit=args.limit, print_starting_message=False, prefetch_seconds=0, **runner_poll)
+        # Not prefect.serve: it registers the deployments on Prefect's global loop, which can deadlock
+        # a warm run that starts meanwhile (issue 20, runner_loop); this registers them on our own.
+        serve_deployments(deployments, limit=args.limit, prefetch_seconds=0, **runner_poll)
     finally:
         reactor.stop()
         served.forget(session_id, pid=os.getpid())

@@ -223,10 +223,9 @@ def serve_project(project: Project, session_dir: Path, *, say: Callable[[str], N
         say(f"using the managed Prefect server at {info.ui_url} (stop it with `contextmesh server stop`)")
     os.environ["PREFECT_API_URL"] = api_url  # the runner's flow-run subprocesses inherit it
     os.chdir(project.root)  # the runner starts each flow run here: the entrypoints are flows/<name>.py
-    from prefect import serve  # noqa: PLC0415
-
     from contextmesh.orchestration.reactor import RUNNER_POLL_WHEN_WARM, Reactor, react_seconds, reacts, warm_runs  # noqa: PLC0415
     from contextmesh.orchestration.run_watch import RunWatch, finish_seconds, start_seconds  # noqa: PLC0415
+    from contextmesh.orchestration.runner_loop import serve_deployments  # noqa: PLC0415
     from contextmesh.orchestration.watched import auditor_files  # noqa: PLC0415
 
     tick, warm, react = react_seconds(), warm_runs(), reacts()  # a bad setting is refused before anything is registered
@@ -235,7 +234,7 @@ def serve_project(project: Project, session_dir: Path, *, say: Callable[[str], N
         flows = served_flows(project)
         deployments = served_deployments(project, where, flows)
         # Registered before the served record appears, so a dispatch that reads the record finds
-        # them; serve() applies them again (an upsert) when its runner starts.
+        # them; the runner applies them again (an upsert) when it starts.
         ids: dict[str, uuid.UUID] = {}
         for role, deployment in zip(ENTRYPOINTS, deployments, strict=True):
             applied = deployment.apply()
@@ -268,7 +267,8 @@ def serve_project(project: Project, session_dir: Path, *, say: Callable[[str], N
             # prefetch_seconds=0 as in deployments/serve.py (ADR 0016): no run is claimed before it is due.
             # With warm runs the reactor runs them all; the runner keeps the schedules (ADR 0017).
             runner_poll: dict[str, Any] = {"query_seconds": RUNNER_POLL_WHEN_WARM} if warm else {}
-            serve(*deployments, limit=limit, print_starting_message=False, prefetch_seconds=0, **runner_poll)
+            # Not prefect.serve, which registers on Prefect's global loop and can deadlock a warm run (runner_loop).
+            serve_deployments(deployments, limit=limit, prefetch_seconds=0, **runner_poll)
         finally:
             reactor.stop()
             served.forget(where.session_id, pid=os.getpid())
