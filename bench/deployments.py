@@ -95,6 +95,7 @@ REPAIR = ("hashing", "auth.hash.bcrypt.v1", "bcrypt has no open advisory")
 POLL_SETTING = "PREFECT_RUNNER_POLL_FREQUENCY"
 REACT_SETTING = "CONTEXTMESH_REACT_SECONDS"
 WARM_SETTING = "CONTEXTMESH_WARM_RUNS"
+DISPATCH_SETTING = "CONTEXTMESH_DISPATCH"
 TERMINAL = frozenset({"COMPLETED", "FAILED", "CANCELLED", "CRASHED"})
 
 
@@ -168,10 +169,13 @@ class Api:
 # -- one served session ---------------------------------------------------------------------------
 
 
-def cli(home: Path, *args: str, timeout: float = 300.0) -> dict[str, Any]:
-    """Run ``contextmesh ARGS --json`` as a person would; its JSON answer."""
+def cli(home: Path, *args: str, timeout: float = 300.0, dispatch: str | None = None) -> dict[str, Any]:
+    """Run ``contextmesh ARGS --json`` as a person would (``dispatch``: its CONTEXTMESH_DISPATCH); its JSON answer."""
     env = {**os.environ, "CONTEXTMESH_HOME": str(home)}
     env.pop("PREFECT_API_URL", None)
+    env.pop(DISPATCH_SETTING, None)
+    if dispatch is not None:
+        env[DISPATCH_SETTING] = dispatch
     done = subprocess.run(
         [sys.executable, "-m", "contextmesh", *args, "--json"],
         cwd=ROOT,
@@ -342,19 +346,29 @@ class Sample:
     notes: list[str] = field(default_factory=list)
 
 
-def repair_and_resume(home: Path, served: Served, api: Api) -> tuple[float, dict[str, Any]]:
+def repair_and_resume(
+    home: Path, served: Served, api: Api, dispatch: str | None = None
+) -> tuple[float, dict[str, Any]]:
     """``contextmesh repair`` then ``contextmesh resume`` on the served session; (start, resume run)."""
     task, key, assumes = REPAIR
     started = time.time()
     session, feed = str(served.session), str(served.feed)
-    cli(home, "repair", task, "--worker-key", key, "--assumes", assumes, "--session", session, "--feed", feed)
-    answer = cli(home, "resume", "--session", session, "--feed", feed)
+    repair = ("repair", task, "--worker-key", key, "--assumes", assumes, "--session", session, "--feed", feed)
+    cli(home, *repair, dispatch=dispatch)
+    answer = cli(home, "resume", "--session", session, "--feed", feed, dispatch=dispatch)
     run = api.flow_run(answer["dispatched"]["flow_run_id"])
     return started, run
 
 
 def measure(
-    api: Api, served: Served, variant: str, *, full_loop: bool, timeout: float, deadline: float | None = None
+    api: Api,
+    served: Served,
+    variant: str,
+    *,
+    full_loop: bool,
+    timeout: float,
+    deadline: float | None = None,
+    dispatch: str | None = None,
 ) -> Sample:
     """Steps 2–4 of the module docstring on a session that serve.py already serves (``deadline``: for
     the closure, ``timeout`` by default)."""
@@ -371,7 +385,7 @@ def measure(
     pending = states.get("Pending", float("nan"))
     sample.pickup, sample.spawn = pending - _epoch(resume["created"]), states.get("Running", float("nan")) - pending
     if full_loop and not notes:
-        began, final = repair_and_resume(served.home, served, api)
+        began, final = repair_and_resume(served.home, served, api, dispatch)
         if final["state_type"] != "COMPLETED":
             sample.notes.append(f"repaired resume ended {final['state_name']}")
         sample.full = _epoch(final["end_time"]) - t0
@@ -439,6 +453,35 @@ def report(samples: list[Sample], variants: list[str]) -> None:
         print(f"    {column.ljust(20)}" + "".join(row))
 
 
+Variant = tuple[str, bool, int | None, float | None, str]  # trigger, warm, runner poll, react, dispatch
+
+
+def _variants(parser: argparse.ArgumentParser, args: argparse.Namespace) -> tuple[list[Variant], list[str]]:
+    """Every variant the options name, and its printed name."""
+    chosen = [v for v in args.variants.split(",") if v]
+    if not chosen or not set(chosen) <= {"default", "tuned"}:
+        parser.error(f"--variants {args.variants}: default and/or tuned")
+    triggers = [t for t in args.triggers.split(",") if t]
+    if not set(triggers) <= {"run-deployment", "automation"} or not triggers:
+        parser.error(f"--triggers {args.triggers}: run-deployment and/or automation")
+    dispatches = [d for d in args.dispatch.split(",") if d]
+    if not dispatches or not set(dispatches) <= {"http", "prefect"}:
+        parser.error(f"--dispatch {args.dispatch}: http and/or prefect")
+    # (warm, runner poll, react): serve's defaults; tuned; and with --runner Prefect's runner doing the
+    # running (a subprocess per flow run) at its default poll and at --poll, for the side-by-side.
+    tunings: list[tuple[bool, int | None, float | None]] = []
+    for warm in (True, False) if args.runner else (True,):
+        tunings += [(warm, None, None)] if "default" in chosen else []
+        tunings += [(warm, args.poll, args.react)] if "tuned" in chosen else []
+    variants = [(t, w, p, r, d) for t in triggers for w, p, r in tunings for d in dispatches]
+    names = [
+        f"{t} · {'warm' if w else 'runner'} · {'default' if p is None else f'react {r:g} s, poll {p} s'}"
+        + (f" · CLI over {'HTTP' if d == 'http' else 'Prefect client'}" if len(dispatches) > 1 else "")
+        for t, w, p, r, d in variants
+    ]
+    return variants, names
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--repeat", type=int, default=3, help="repetitions of every variant (interleaved)")
@@ -458,26 +501,15 @@ def main() -> int:
         help="seconds from the advisory to the closure before serve's stacks are dumped",
     )
     parser.add_argument(
+        "--dispatch",
+        default="http",
+        help=f"comma-separated {DISPATCH_SETTING} of the repair and resume CLI calls: http (no Prefect), prefect",
+    )
+    parser.add_argument(
         "--hangs", type=Path, help="where an overrun's stacks, log and runs go (default: a new temp dir)"
     )
     args = parser.parse_args()
-    chosen = [v for v in args.variants.split(",") if v]
-    if not chosen or not set(chosen) <= {"default", "tuned"}:
-        parser.error(f"--variants {args.variants}: default and/or tuned")
-    triggers = [t for t in args.triggers.split(",") if t]
-    if not set(triggers) <= {"run-deployment", "automation"} or not triggers:
-        parser.error(f"--triggers {args.triggers}: run-deployment and/or automation")
-    # (warm, runner poll, react): serve's defaults; tuned; and with --runner Prefect's runner doing the
-    # running (a subprocess per flow run) at its default poll and at --poll, for the side-by-side.
-    tunings: list[tuple[bool, int | None, float | None]] = []
-    for warm in (True, False) if args.runner else (True,):
-        tunings += [(warm, None, None)] if "default" in chosen else []
-        tunings += [(warm, args.poll, args.react)] if "tuned" in chosen else []
-    variants = [(t, w, p, r) for t in triggers for w, p, r in tunings]
-    names = [
-        f"{t} · {'warm' if w else 'runner'} · {'default' if p is None else f'react {r:g} s, poll {p} s'}"
-        for t, w, p, r in variants
-    ]
+    variants, names = _variants(parser, args)
     workdir = Path(tempfile.mkdtemp(prefix="cm-bench-deployments-"))
     hangs = args.hangs or Path(tempfile.gettempdir()) / f"cm-bench-hangs-{workdir.name.rsplit('-', 1)[-1]}"
     print(f"bench/deployments.py: serve.py --interval {args.interval:g}; variants {', '.join(names)}")
@@ -488,7 +520,7 @@ def main() -> int:
             api = Api(info.api_url)
             _say(f"managed server {info.api_url} (home {workdir / 'home'})")
             for rep in range(args.repeat):
-                for (trigger, warm, poll, react), name in zip(variants, names, strict=True):
+                for (trigger, warm, poll, react, dispatch), name in zip(variants, names, strict=True):
                     served = serve_session(
                         workdir / "home",
                         workdir,
@@ -497,7 +529,7 @@ def main() -> int:
                         poll=poll,
                         react=react,
                         warm=warm,
-                        name=f"r{rep}-{trigger}-{'warm' if warm else 'runner'}-{poll or 'default'}",
+                        name=f"r{rep}-{trigger}-{'warm' if warm else 'runner'}-{poll or 'default'}-{dispatch}",
                     )
                     try:
                         sample = measure(
@@ -507,6 +539,7 @@ def main() -> int:
                             full_loop=not args.no_full_loop,
                             timeout=args.timeout,
                             deadline=args.deadline,
+                            dispatch=dispatch,
                         )
                     except (TimeoutError, subprocess.TimeoutExpired) as exc:
                         dumped = hang_report(api, served, hangs, f"rep {rep + 1} {name}: {exc}")

@@ -20,6 +20,7 @@ import pytest
 from contextmesh.cli import main
 from contextmesh.core.errors import ExecutionError
 from contextmesh.orchestration import reactions
+from contextmesh.orchestration.plain_api import dispatch_over_http
 from contextmesh.orchestration.reactor import react_seconds, reacts, warm_runs
 from contextmesh.orchestration.run_watch import RunWatch, finish_seconds, start_seconds
 from contextmesh.orchestration.serve_lines import run_line, started_line
@@ -196,3 +197,9 @@ def test_a_claimed_run_is_overdue_past_either_bound_and_a_given_up_one_stops_cou
     assert [late.flow_run_id for late in watch.overdue()] == [slow]
     watch.ended(slow)
     assert watch.active() == 0 and watch.overdue() == []
+
+
+def test_the_dispatch_setting_defaults_to_plain_http_and_a_bad_one_is_refused_by_name() -> None:
+    assert dispatch_over_http({}) is True and dispatch_over_http({"CONTEXTMESH_DISPATCH": "prefect"}) is False
+    with pytest.raises(ExecutionError, match=r"CONTEXTMESH_DISPATCH='grpc': the rule is http .* or prefect"):
+        dispatch_over_http({"CONTEXTMESH_DISPATCH": "grpc"})
