@@ -268,25 +268,13 @@ _IMPORTS_PREFECT = (
 )
 
 
-@pytest.mark.parametrize("write", ["repair", "resume"])
-def test_a_dispatched_write_goes_over_plain_http_and_imports_no_prefect(
-    serving: Served, disproof: dict[str, Any], write: str
+def test_a_dispatched_resume_goes_over_plain_http_and_imports_no_prefect(
+    serving: Served, disproof: dict[str, Any]
 ) -> None:
-    """``repair`` and ``resume`` on a served session: the flow run is made and awaited over plain HTTP
-    (plain_api), with the resume's tags; Prefect itself is never imported by the command (issue 20)."""
-    args = ["--session", str(serving.directory), "--feed", str(serving.feed), "--json", "--wait", "120"]
-    if write == "repair":
-        args = [
-            "repair",
-            "hashing",
-            "--worker-key",
-            DEFAULT_KEYS["bcrypt"],
-            "--assumes",
-            "bcrypt has no open advisory",
-            *args,
-        ]
-    else:
-        args = ["resume", *args]
+    """``contextmesh resume`` on a served session, in a fresh process: the flow run is made under ADR
+    0006's key with the resume's tags and awaited over plain HTTP (plain_api), and the command never
+    imports Prefect (issue 20). The repair and resume above take the same path in this process."""
+    args = ["resume", "--session", str(serving.directory), "--feed", str(serving.feed), "--json", "--wait", "120"]
     env = {**os.environ, "CONTEXTMESH_HOME": str(serving.home)}
     env.pop("CONTEXTMESH_DISPATCH", None)
     done = subprocess.run(
@@ -303,9 +291,6 @@ def test_a_dispatched_write_goes_over_plain_http_and_imports_no_prefect(
     assert dispatched["state"] == "COMPLETED" and dispatched["finished"] is True
     run = flow_run(serving.api, dispatched["flow_run_id"])
     assert run["state_type"] == "COMPLETED"
-    if write == "resume":
-        assert run["parameters"]["mode"] == "resume" and run["parameters"]["feed"] == str(serving.feed.resolve())
-        assert {f"cm.session:{serving.session_id}", "cm.trigger:cli"} <= set(run["tags"])
-        assert run["idempotency_key"].startswith(f"contextmesh-resume|{serving.session_id}|")
-    else:
-        assert run["parameters"]["task"] == "hashing" and run["parameters"]["worker_key"] == DEFAULT_KEYS["bcrypt"]
+    assert run["parameters"]["mode"] == "resume" and run["parameters"]["feed"] == str(serving.feed.resolve())
+    assert {f"cm.session:{serving.session_id}", "cm.trigger:cli"} <= set(run["tags"])
+    assert run["idempotency_key"].startswith(f"contextmesh-resume|{serving.session_id}|")
