@@ -150,7 +150,7 @@ def served_flows(project: Project) -> dict[str, Flow[..., Any]]:
 def served_deployments(
     project: Project, where: ProjectDeployments, flows: dict[str, Flow[..., Any]] | None = None
 ) -> list[RunnerDeployment]:
-    """The three deployments for ``prefect.serve``; the caller's working directory must be the root."""
+    """The three deployments for Prefect's runner (``runner_loop``); the caller's working directory must be the root."""
     from prefect.deployments.runner import RunnerDeployment  # noqa: PLC0415
 
     flows = flows or served_flows(project)
