@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import base64
 import os
+import random
+import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 from urllib.parse import quote
@@ -28,6 +30,10 @@ from contextmesh.core.errors import ExecutionError
 __all__ = ["DISPATCH_SETTING", "PlainApi", "dispatch_over_http"]
 
 DISPATCH_SETTING = "CONTEXTMESH_DISPATCH"
+# As Prefect's client: a busy server (its SQLite locked, a proxy restarting) answers 429/502/503 or
+# drops the connection; the request is sent again after 2, 4, 8, 16, 16 s (or its Retry-After).
+RETRY_CODES = frozenset({429, 502, 503})
+MAX_RETRIES = 5
 
 
 def dispatch_over_http(environ: Mapping[str, str] | None = None) -> bool:
@@ -48,6 +54,16 @@ def _auth_headers(environ: Mapping[str, str]) -> dict[str, str]:
     return {}
 
 
+def _backoff(attempt: int, retry_after: str | None) -> float:
+    """Seconds before the next try: the server's ``Retry-After`` (in seconds), else 2, 4, 8, 16, 16 with jitter."""
+    if retry_after is not None:
+        try:
+            return min(max(float(retry_after), 0.0), 60.0)
+        except ValueError:
+            pass  # an HTTP date: back off as if none was given
+    return float(min(2 ** (attempt + 1), 16)) * random.uniform(1.0, 1.2)  # noqa: S311 - jitter, not secrecy
+
+
 class PlainApi:
     """A Prefect API at ``api_url`` (``…/api``), spoken to with ``httpx`` alone."""
 
@@ -64,8 +80,24 @@ class PlainApi:
     def __exit__(self, *_: object) -> None:
         self._http.close()
 
+    def _send(self, method: str, path: str, **request: Any) -> Any:
+        import httpx  # noqa: PLC0415
+
+        for attempt in range(MAX_RETRIES + 1):
+            try:
+                reply = self._http.request(method, path, **request)
+            except httpx.ConnectError:
+                if attempt == MAX_RETRIES:
+                    raise
+                time.sleep(_backoff(attempt, None))
+                continue
+            if reply.status_code not in RETRY_CODES or attempt == MAX_RETRIES:
+                return reply
+            time.sleep(_backoff(attempt, reply.headers.get("Retry-After")))
+        raise AssertionError("unreachable: the last attempt returns or raises")
+
     def _answer(self, method: str, path: str, **request: Any) -> Any:
-        reply = self._http.request(method, path, **request)
+        reply = self._send(method, path, **request)
         if reply.status_code in (401, 403):
             raise ExecutionError(
                 f"the Prefect API at {self.api_url} refused {method} {path} ({reply.status_code}): set PREFECT_API_KEY "
