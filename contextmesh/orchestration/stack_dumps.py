@@ -56,8 +56,8 @@ def dump_asyncio_tasks(out: TextIO) -> int:
 def dump_stacks_on_signal(out: TextIO | None = None, signum: signal.Signals = DUMP_SIGNAL) -> None:
     """On ``signum`` write every thread's stack (faulthandler), then every asyncio task's, to ``out``.
 
-    Must be called from the main thread (Python's rule for signal handlers); ``out`` defaults to
-    ``sys.stderr``, which must have a file descriptor.
+    Does nothing outside the main thread (Python's rule for signal handlers) or when ``out``
+    (``sys.stderr`` by default) has no file descriptor.
     """
     stream = out if out is not None else sys.stderr
     if threading.current_thread() is not threading.main_thread():
@@ -72,6 +72,10 @@ def dump_stacks_on_signal(out: TextIO | None = None, signum: signal.Signals = DU
         stream.write("=== end of the asyncio tasks ===\n")
         stream.flush()
 
+    try:
+        stream.fileno()  # faulthandler writes to a file descriptor: a captured stream has none
+    except (OSError, ValueError):
+        return  # serve run under a capture (a test's, an embedding's) goes without the dump
     signal.signal(signum, on_signal)
     # chain=True: faulthandler writes the threads from C at once, then calls the handler above.
     faulthandler.register(signum, file=stream, all_threads=True, chain=True)
