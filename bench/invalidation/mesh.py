@@ -18,7 +18,10 @@ its report would), and the **plan flow resumes**: only the stale tasks execute.
 Early cutoff is on (ADR 0018): a stale task whose inputs come back unchanged is revalidated, not
 re-run. A second session declares the same plan with workers that make their undeclared read
 through ``ctx.read`` (the *tracked* variant of case (b)): the resume's round re-reads those facts
-and re-runs exactly their readers.
+and re-runs exactly their readers. A third states every coarse fact's ground at its exact value
+(the *exact* variant of case (c), the formulation before ADR 0026): a move inside the bucket
+disproves it, the declarers re-run to their old outputs, and early cutoff revalidates their
+dependents.
 
 What it reports besides the counts: whether every task that fell carries a reason chain starting
 at its rejected assumption (or, for a tracked read, at the fact), and whether the session's run
@@ -153,16 +156,24 @@ def registry_for(plan: WorldPlan, world: Mapping[str, int], calls: Calls, delay:
     return registry
 
 
-def declare(runner: Plan, plan: WorldPlan, *, tracked: bool = False, blind: bool = False) -> None:
+def stated_ground(plan: WorldPlan, name: str, world: Mapping[str, int], *, exact: bool = False) -> str:
+    """The ground task ``name`` declares on ``world``: at the granularity it reads, or (``exact``)
+    at the exact value even for a coarse fact."""
+    spec = plan.spec(name)
+    return ground(spec.fact, world[spec.fact], coarse=spec.coarse and not exact)
+
+
+def declare(runner: Plan, plan: WorldPlan, *, tracked: bool = False, blind: bool = False, exact: bool = False) -> None:
     """Declare every task of ``plan`` on ``runner`` with the same dependency information the plain
     contender gets: its assumption (one fact, at the granularity the task reads it) and its needs.
     ``tracked``: the workers make their undeclared reads through ``ctx.read``, which the engine
-    records (the plain contender has no way to). ``blind``: the auditors declare nothing they watch."""
+    records (the plain contender has no way to). ``blind``: the auditors declare nothing they watch.
+    ``exact``: a coarse fact's ground is stated at its exact value, not its bucket."""
     audited: set[str] = set()
     for spec in plan.tasks:
         runner.task(
             spec.name,
-            assumes=ground(spec.fact, plan.world[spec.fact], coarse=spec.coarse),
+            assumes=stated_ground(plan, spec.name, plan.world, exact=exact),
             worker_key=TRACKED_WORKER_KEY if tracked else WORKER_KEY,
             auditor_key=None if spec.fact in audited else BLIND_AUDITOR_KEY if blind else AUDITOR_KEY,
             needs=spec.needs,
@@ -172,11 +183,17 @@ def declare(runner: Plan, plan: WorldPlan, *, tracked: bool = False, blind: bool
 
 
 def create_session(
-    directory: Path, plan: WorldPlan, registry: TaskRegistry, *, tracked: bool = False, blind: bool = False
+    directory: Path,
+    plan: WorldPlan,
+    registry: TaskRegistry,
+    *,
+    tracked: bool = False,
+    blind: bool = False,
+    exact: bool = False,
 ) -> None:
     """A new session directory holding the declared plan (nothing run)."""
     runner = Plan(PLAN, ContextGraph(), registry=registry)
-    declare(runner, plan, tracked=tracked, blind=blind)
+    declare(runner, plan, tracked=tracked, blind=blind, exact=exact)
     Session.create(directory, Session(runner.graph, Resolver(), runner=runner, registry=registry))
 
 
@@ -235,12 +252,15 @@ def rerun(
     flows: tuple[Any, Any],
     quiet: Callable[[str, int], None],
     clock: Callable[[], float] = time.process_time,
+    *,
+    exact: bool = False,
 ) -> MeshRerun:
     """Evidence → recheck flow (disproof) → repair → resume flow, on a session already run once.
 
     ``world`` must already hold the changed values; ``quiet(flow_run_id, task_runs)`` waits until
     the server has recorded a flow run, so each step is timed from a quiet client. ``clock`` gives
-    CPU seconds; the rerun's CPU (evidence to the resume recorded) is ``MeshRerun.cpu``.
+    CPU seconds; the rerun's CPU (evidence to the resume recorded) is ``MeshRerun.cpu``. ``exact``:
+    the session states coarse grounds exactly (:func:`declare`), and the repair does too.
     """
     plan_flow, recheck_flow = flows
     calls.take()
@@ -273,8 +293,7 @@ def rerun(
         assert runner is not None
         for name, task in runner.tasks.items():
             if runner.graph.assumptions[task.assumption_id].status != "active":
-                spec = plan.spec(name)
-                runner.repair(name, assumes=ground(spec.fact, world[spec.fact], coarse=spec.coarse))
+                runner.repair(name, assumes=stated_ground(plan, name, world, exact=exact))
 
     start = time.perf_counter()
     if checked["report"]["invalidations"]:  # only a disproof rejects a ground: with none, nothing to repair

@@ -8,7 +8,8 @@ user's home).
 The parameters are the task's name, the outputs of the tasks it needs (the indirect reads, as data)
 and **an assumption version threaded by hand**: each task gets the version of the one statement it
 declares, with the same information the ContextMesh side has (a fact read in buckets is declared
-as its bucket, ADR 0026). A world change bumps the version of every fact whose declared statement
+as its bucket, ADR 0026; in the *exact* variant of case (c) every fact is declared at its exact
+value, on both sides). A world change bumps the version of every fact whose declared statement
 changed (for a coarse fact, only when it leaves its bucket) and the whole flow runs again:
 a task re-executes when its version or one of its inputs changed, and is served from
 the cache otherwise — which is Prefect's own early cutoff: a task re-run to an unchanged output

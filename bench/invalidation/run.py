@@ -155,6 +155,8 @@ def run_bench(
             _mesh_baseline(base / "mesh-tracked-baseline", plan, registry, calls, flows, quiet, old, tracked=True)
         if any(r.case.blind_auditors for r in results):
             _mesh_baseline(base / "mesh-blind-baseline", plan, registry, calls, flows, quiet, old, blind=True)
+        if any(r.case.exact_grounds for r in results):
+            _mesh_baseline(base / "mesh-exact-baseline", plan, registry, calls, flows, quiet, old, exact=True)
         fl = plain.make_flow(plan, world, calls, delay, width)
         start = time.perf_counter()
         outputs, fid = plain.run_flow(fl, versions, plain_base)
@@ -214,9 +216,10 @@ def _mesh_baseline(
     *,
     tracked: bool = False,
     blind: bool = False,
+    exact: bool = False,
 ) -> float:
     """A new session run once by the plan flow on the starting world; the wall seconds of that run."""
-    mesh.create_session(directory, plan, registry, tracked=tracked, blind=blind)
+    mesh.create_session(directory, plan, registry, tracked=tracked, blind=blind, exact=exact)
     start = time.perf_counter()
     first = flows[0](session_dir=str(directory), mode="run")
     seconds = time.perf_counter() - start
@@ -241,9 +244,12 @@ def _mesh_case(
 ) -> None:
     directory = base / f"mesh-{result.case.key}"
     case = result.case
-    variant = "mesh-tracked-baseline" if case.tracked else "mesh-blind-baseline" if case.blind_auditors else None
+    variants = {"tracked": case.tracked, "blind": case.blind_auditors, "exact": case.exact_grounds}
+    variant = next((f"mesh-{name}-baseline" for name, chosen in variants.items() if chosen), None)
     shutil.copytree(mesh_base if variant is None else base / variant, directory)
-    done = mesh.rerun(directory, plan, world, result.case.change, registry, calls, flows, quiet, clock)
+    done = mesh.rerun(
+        directory, plan, world, case.change, registry, calls, flows, quiet, clock, exact=case.exact_grounds
+    )
     result.cpu["ContextMesh"].append(done.cpu)
     counted = score(result.truth, set(done.executed), done.served)
     result.counts["ContextMesh"] = _check(counted.counts(), result.counts.get("ContextMesh"), result.case.title)
@@ -282,7 +288,9 @@ def _plain_case(
     calls.take()
     cpu = clock()
     start = time.perf_counter()
-    outputs, fid = plain.run_flow(fl, plain.bump(versions, result.case.change, plan.world, plan.coarse), storage)
+    # The exact variant of (c): the careful user's statements name exact values, coarse facts too.
+    coarse = frozenset() if result.case.exact_grounds else plan.coarse
+    outputs, fid = plain.run_flow(fl, plain.bump(versions, result.case.change, plan.world, coarse), storage)
     seconds = time.perf_counter() - start
     quiet(fid, len(plan.tasks))
     result.cpu["plain Prefect"].append(clock() - cpu)

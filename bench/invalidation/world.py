@@ -195,6 +195,9 @@ class Case:
     # Rerun on the session whose auditors declare nothing they watch, so every recheck runs them all
     # (ADR 0019): what a user who skips the declaration pays.
     blind_auditors: bool = False
+    # Rerun on the session whose coarse-fact declarers state the exact value as their ground (the
+    # formulation before ADR 0026): they must re-run, and early cutoff keeps their dependents.
+    exact_grounds: bool = False
     # Why the ContextMesh side of this case is not measured yet, when it is not (counts never faked).
     pending: str | None = None
 
@@ -222,14 +225,15 @@ def _same_bucket(value: int) -> int:
 
 def named_cases(plan: WorldPlan, *, share: float = 0.05, mix_facts: int = 4) -> list[Case]:
     """The world changes reported: (a) indirect, (b) undeclared, (b) again with tracked reads, (c)
-    unchanged output, (w) an auditor's watched slice unchanged, (a) again with auditors that declare
-    nothing, and a mix.
+    unchanged output, (c) again with grounds stated exactly, (w) an auditor's watched slice
+    unchanged, (a) again with auditors that declare nothing, and a mix.
 
     Each is chosen from the plan alone (seeded): (a) a layer-0 fact read only by declaration, whose
     change crosses a bucket, with the reach nearest ``share`` of the plan; (b) the fact with the
     most undeclared readers — and the same change again on a session whose workers make that read
     through ``ctx.read``; (c) a coarse fact nobody reads undeclared, moved inside its bucket (which
-    its declarers' stated ground allows, so nothing is contradicted and nothing need run); (w) the
+    its declarers' stated ground allows, so nothing is contradicted and nothing need run) — and the
+    same change again on a session whose declarers state the exact value, which it contradicts; (w) the
     fact of (a) observed again at the value it has, so no auditor's watched slice changes; the
     mix: ``mix_facts`` facts drawn at random, each given a random new value.
     """
@@ -245,6 +249,7 @@ def named_cases(plan: WorldPlan, *, share: float = 0.05, mix_facts: int = 4) -> 
     if not roots or not flat or readers[undeclared] == 0:
         raise ValueError(f"seed {plan.seed}: this plan is too small to hold cases (a), (b) and (c); use another seed")
     unchanged = _nearest(plan, flat, share)
+    within_bucket = {unchanged: _same_bucket(plan.world[unchanged])}  # (c) and its exact twin
     mixed = rng.sample(facts, mix_facts)
     indirect_change = {indirect: _other_value(plan.world[indirect], rng)}
     undeclared_change = {undeclared: _other_value(plan.world[undeclared], rng)}  # (b) and its tracked twin
@@ -271,9 +276,17 @@ def named_cases(plan: WorldPlan, *, share: float = 0.05, mix_facts: int = 4) -> 
         Case(
             "c",
             "(c) rerun, output unchanged",
-            {unchanged: _same_bucket(plan.world[unchanged])},
+            within_bucket,
             f"coarse {unchanged} moves inside its bucket: its {len(plan.declarers(unchanged))} declarer(s) "
             "state the bucket as their ground, which still holds",
+        ),
+        Case(
+            "c-exact",
+            "(c) again, grounds stated exactly",
+            within_bucket,
+            f"the change of (c) on a session whose {len(plan.declarers(unchanged))} declarer(s) of {unchanged} "
+            "state its exact value: they re-run to their old outputs, early cutoff keeps their dependents",
+            exact_grounds=True,
         ),
         Case(
             "w",
