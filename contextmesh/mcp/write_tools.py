@@ -154,6 +154,7 @@ def commit_through_clone(
     back with whether a generation was committed.
     """
     _require_writable(served)
+    served.drain()  # this server's commit in flight lands first, or the clone's commit would conflict with it
     base = served.session
     for attempt in range(retries + 1):
         clone = clone_session(base)

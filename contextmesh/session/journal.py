@@ -34,7 +34,7 @@ from contextmesh.session.layout import MAX_SEGMENTS, Companion, Manifest, journa
 from contextmesh.session.replay import Replayed
 from contextmesh.session.telemetry import dump_structure, dump_telemetry
 
-__all__ = ["CommitPlan", "JournalState", "ResolverMark", "appended", "plan_commit", "resolver_mark"]
+__all__ = ["CommitPlan", "JournalState", "ResolverMark", "Staged", "appended", "plan_commit", "resolver_mark"]
 
 Payload = bytes | Companion
 
@@ -162,16 +162,54 @@ class CommitPlan:
     payload: dict[str, Payload]
 
     def landed(
-        self, state: JournalState | None, manifest: Manifest, directory: Path, graph: ContextGraph, resolver: Resolver
+        self,
+        state: JournalState | None,
+        manifest: Manifest,
+        directory: Path,
+        graph: ContextGraph,
+        resolver: Resolver,
+        staged: Staged,
     ) -> JournalState:
-        """The state after the commit published ``manifest``."""
+        """The state after the commit published ``manifest``, planned when the graph stood at ``staged``.
+
+        Changes made after the plan (asks answered while a commit was in flight, ADR 0028) are still
+        in the graph's tracker: they stay there, for the next commit.
+        """
         if self.kind == "snapshot" or state is None:
-            return JournalState.of(directory, manifest, graph, resolver)
-        state.since_snapshot.absorb(state.tracker.take())  # the snapshot did not move
+            later = staged.tracker.take()  # recorded after the plan: not in the snapshot
+            fresh = JournalState.of(directory, manifest, graph, resolver)
+            fresh.tracker.absorb(later)
+            fresh.at_snapshot = fresh.at_commit = staged.mark
+            fresh.build = staged.build
+            return fresh
+        state.since_snapshot.absorb(staged.taken)  # the snapshot did not move
         state.segments = list(manifest.journal)
-        state.at_commit = resolver_mark(resolver)
-        state.build = graph.build
+        state.at_commit = staged.mark
+        state.build = staged.build
         return state
+
+
+@dataclass(frozen=True)
+class Staged:
+    """Where the graph and resolver stood when a commit was planned: what the commit carries.
+
+    ``taken`` is what the graph's tracker held then, handed to the commit; a commit that does not
+    land gives it back (:meth:`give_back`), so the next one carries it.
+    """
+
+    tracker: GraphChanges
+    taken: GraphChanges
+    mark: ResolverMark
+    build: int
+
+    @classmethod
+    def now(cls, state: JournalState | None, graph: ContextGraph, resolver: Resolver) -> Staged:
+        """Take the tracker's changes (attaching one when the writer has no journal state yet)."""
+        tracker = state.tracker if state is not None and graph._changes is state.tracker else track(graph)
+        return cls(tracker, tracker.take(), resolver_mark(resolver), graph.build)
+
+    def give_back(self) -> None:
+        self.tracker.absorb(self.taken)
 
 
 def _full(graph: ContextGraph, resolver: Resolver) -> CommitPlan:
