@@ -109,9 +109,9 @@ class AskResult(WalkOut):
     )
     telemetry_generation: int | None = Field(
         description="the generation that holds this ask's telemetry (walk counters, resolver log and learned "
-        "aliases) once its commit lands, just after this reply under every-ask (asks arriving meanwhile share the "
-        "next commit); a crash before then loses only that telemetry. null when no commit is due (on-exit, never) "
-        "or the inline commit was skipped"
+        "aliases) once its commit lands: under every-ask a background commit within a group window (0.2 s) of "
+        "this reply, shared with the asks answered meanwhile; a crash before then loses only that telemetry. "
+        "null when no commit is due (on-exit, never) or the inline commit was skipped"
     )
     pending: int = Field(description="asks whose telemetry is not yet committed, this one included until it lands")
 

@@ -131,8 +131,8 @@ class ServedSession:
         )
         if policy == "every-ask":
             return (
-                "Restored from disk; every ask's telemetry is committed just after its reply (asks that arrive "
-                "during a commit go together in the next one; a crash before it loses only their telemetry) and "
+                "Restored from disk; every ask's telemetry is committed after its reply, within a 0.2 s group window "
+                "shared with the asks answered meanwhile (a crash before that commit loses only their telemetry), and "
                 f"every controlled write commits a new generation. {kept}"
             )
         if policy == "on-exit":
