@@ -139,6 +139,7 @@ def clone_session(session: Session) -> Session:
             executor=session.runner.executor,
         )
     clone = replace(session, graph=graph, resolver=resolver, runner=runner)  # every other field as it is
+    session.carry_journal(clone)  # its commit journals what changed, not a snapshot (ADR 0020)
     clone.walker.walks = list(session.walker.walks)
     for counter in ("pending", "commits", "contended", "conflicts", "bytes_written"):
         setattr(clone, counter, getattr(session, counter))

@@ -34,7 +34,16 @@ from contextmesh.session.layout import MAX_SEGMENTS, Companion, Manifest, journa
 from contextmesh.session.replay import Replayed
 from contextmesh.session.telemetry import dump_structure, dump_telemetry
 
-__all__ = ["CommitPlan", "JournalState", "ResolverMark", "Staged", "appended", "plan_commit", "resolver_mark"]
+__all__ = [
+    "CommitPlan",
+    "JournalState",
+    "ResolverMark",
+    "Staged",
+    "appended",
+    "plan_commit",
+    "rebased",
+    "resolver_mark",
+]
 
 Payload = bytes | Companion
 
@@ -148,6 +157,44 @@ class JournalState:
         """The state of a generation just written as a snapshot with an empty journal."""
         marks = resolver_mark(resolver)
         return cls(directory, graph, resolver, _snapshot_of(manifest), [], GraphChanges(), marks, marks)
+
+
+def rebased(state: JournalState | None, graph: ContextGraph, resolver: Resolver) -> JournalState | None:
+    """``state`` carried onto a lossless copy of its graph and resolver (a controlled write's clone).
+
+    The copy's next commit then journals what changed since the generation (the live session's
+    pending changes and the write's own) instead of writing a snapshot. The resolver's marks are
+    taken again on the copy's tables, at the same places in them (the copy holds the same aliases
+    and log records in the same order); None when the live resolver changed other than by appending
+    since the generation or its snapshot (the copy's commit then writes a snapshot, as the live
+    one's would).
+    """
+    if state is None:
+        return None
+    since_commit = appended(state.resolver, state.at_commit)
+    since_snapshot = appended(state.resolver, state.at_snapshot)
+    if since_commit is None or since_snapshot is None:
+        return None
+
+    def mark_at(delta: tuple[list[tuple[str, str]], list[ResolutionRecord]]) -> ResolverMark:
+        kept = len(resolver.log) - len(delta[1])
+        return resolver_mark(
+            resolver, aliases=len(resolver.aliases) - len(delta[0]), last=resolver.log[kept - 1] if kept > 0 else None
+        )
+
+    copy = JournalState(
+        state.directory,
+        graph,
+        resolver,
+        dict(state.snapshot),
+        list(state.segments),
+        state.since_snapshot.copy(),
+        mark_at(since_snapshot),
+        mark_at(since_commit),
+    )
+    copy.tracker.absorb(state.tracker)  # the live session's changes not yet committed
+    copy.build = state.build
+    return copy
 
 
 def _snapshot_of(manifest: Manifest) -> dict[str, Companion]:

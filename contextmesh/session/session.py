@@ -48,7 +48,7 @@ from contextmesh.knowledge.resolve import Resolver
 from contextmesh.knowledge.traverse import Walk, Walker, WalkerSettings
 from contextmesh.session.commit import CommitConflictError, latest_generation
 from contextmesh.session.files import os_cause
-from contextmesh.session.journal import JournalState, plan_commit
+from contextmesh.session.journal import JournalState, plan_commit, rebased
 from contextmesh.session.layout import Companion
 from contextmesh.session.load import Loaded, load_directory
 from contextmesh.session.lock import SessionLockedError, create_lock_file
@@ -293,6 +293,12 @@ class Session:
             staged.give_back()
             raise
         return staged.land()
+
+    def carry_journal(self, copy: Session) -> None:
+        """Give ``copy``, a lossless copy of this session, its journal: the copy's commit journals too."""
+        state = self._journal
+        if state is not None and state.graph is self.graph and state.resolver is self.resolver:
+            copy._journal = rebased(state, copy.graph, copy.resolver)
 
     def apply(self, mutate: Callable[[Session], T], *, retries: int = 3) -> T:
         """Run a re-playable mutation and commit it; on a conflict reload and run it again."""
