@@ -12,7 +12,9 @@ The commit-through-clone rule (:func:`commit_through_clone`):
 1. refuse unless the served session is durable and writable (an ephemeral ``--demo`` graph or a
    ``--checkpoint never`` session refuses every write);
 2. build a lossless clone — graph, resolver and plan restored from their own bytes against the
-   same registry, the run ledger from its bytes with ``expect_head`` = the current head;
+   same registry, the run ledger from its bytes with ``expect_head`` = the current head — carrying
+   the served session's journal (``Session.carry_journal``), so its commit writes one segment of
+   what changed (ADR 0020), not a snapshot;
 3. run the mutation on the clone; a mutation that changed nothing commits nothing;
 4. commit the clone (compare-and-swap); on a conflict reload the newer generation and replay the
    mutation on a fresh clone of it, a bounded number of times;
