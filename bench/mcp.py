@@ -2,11 +2,14 @@
 ``every-ask`` side by side, with the in-process walk as the floor.
 
     .venv/bin/python bench/mcp.py [--asks 200] [--warmup 20] [--skip-stdio] [--skip-http] [--nodes 100000]
+        [--blocks 4]
 
 Each case starts ``deployments/serve_mcp.py`` (the launcher with the deployment's registry) as a
 subprocess and drives it with the MCP SDK's own ``Client`` — what an agent would use — timing each
 ``tools/call`` round trip after a warm-up. HTTP is also timed with a raw keep-alive
-``http.client`` connection (one JSON POST per call), which leaves out the SDK client's own cost.
+``http.client`` connection (one JSON POST per call), which leaves out the SDK client's own cost;
+for ``never`` and ``every-ask`` those raw rows come from both servers up at once, timed in
+alternating blocks (``--blocks``), so a load that drifts during the run falls on both alike.
 The session cases serve a copy of the demo saved as a session (plan round 1 executed); ``never``
 serves it read-only, ``every-ask`` commits each ask's telemetry after its reply (ADR 0028: one
 commit in flight, asks arriving meanwhile grouped into the next), so the rows also say how many
@@ -107,6 +110,52 @@ def _http_raw(port: int, questions: list[str], warmup: int) -> Timings:
     return Timings(tuple(samples))
 
 
+def _side_by_side(servers: dict[str, int], questions: list[str], warmup: int, blocks: int) -> dict[str, Timings]:
+    """``never`` and ``every-ask`` over raw HTTP in alternating blocks (ABBA order), both servers up.
+
+    On a shared machine the load drifts over a run; alternating blocks lets the drift fall on both
+    cases alike instead of on whichever ran second. Before each block the bench waits 0.5 s so the
+    other server's commit after the reply (ADR 0028) is over and never competes with this block.
+    """
+    timed = questions[warmup:]
+    samples: dict[str, list[float]] = {case: [] for case in servers}
+    for port in servers.values():
+        _http_raw(port, questions[:warmup], warmup)  # warm-up only: every sample dropped
+    size = max(1, len(timed) // blocks)
+    order = list(servers)
+    for block in range(blocks):
+        part = timed[block * size : (block + 1) * size] if block < blocks - 1 else timed[block * size :]
+        for case in order if block % 2 == 0 else order[::-1]:
+            time.sleep(0.5)
+            samples[case] += _http_raw(servers[case], part, 0).samples_ms
+    return {case: Timings(tuple(values)) for case, values in samples.items()}
+
+
+def _pair(
+    base: Path, template: Path, tag: str, questions: list[str], warmup: int, blocks: int, server: type[ServerProcess]
+) -> list[list[object]]:
+    """Serve copies of ``template`` as ``never`` and ``every-ask`` at once and time them side by side."""
+    feed = base / "feed.json"
+    targets = {}
+    for case in ("never", "every-ask"):
+        target = targets[case] = base / f"pair{tag.replace(' ', '').replace(',', '')}-{case}"
+        shutil.rmtree(target, ignore_errors=True)
+        shutil.copytree(template, target)
+    env = {"CONTEXTMESH_DEMO_FEED": str(feed)}
+    never_args = ["--session", str(targets["never"]), "--checkpoint", "never"]
+    with server(never_args, env=env) as never, server(["--session", str(targets["every-ask"])], env=env) as every:
+        before = latest_generation(targets["every-ask"])
+        timings = _side_by_side(
+            {"never": never.port, "every-ask": every.port},
+            questions,
+            warmup,
+            blocks,
+        )
+        _MADE[f"every-ask{tag}"] = (latest_generation(targets["every-ask"]) - before, os.getloadavg()[0])
+    aims = {"never": AIM_HTTP_P50_MS, "every-ask": None}
+    return [_row(f"{case}{tag}", "HTTP (raw keep-alive)", timings[case], aims[case]) for case in aims]
+
+
 def _feed(args: list[str], feed: Path) -> list[str]:
     return [] if "--demo" in args else ["--feed", str(feed)]
 
@@ -134,7 +183,7 @@ class _SlowStart(ServerProcess):
         super()._wait_for_url(timeout)
 
 
-def _scale_rows(base: Path, nodes: int, feed: Path, questions: list[str], warmup: int) -> list[list[object]]:
+def _scale_rows(base: Path, nodes: int, questions: list[str], warmup: int, blocks: int) -> list[list[object]]:
     """``never`` and ``every-ask`` over HTTP on a generated session of ``nodes`` nodes."""
     start = time.perf_counter()
     graph = generate_graph(nodes)
@@ -145,17 +194,7 @@ def _scale_rows(base: Path, nodes: int, feed: Path, questions: list[str], warmup
     Session.create(template, Session(graph, resolver, policy="never"))
     del graph, resolver
     print(f"built and saved a {nodes:,}-node session in {time.perf_counter() - start:.0f} s", file=sys.stderr)
-    rows: list[list[object]] = []
-    for case, extra in CASES[1:]:
-        target = base / f"scale-{case}"
-        shutil.rmtree(target, ignore_errors=True)
-        shutil.copytree(template, target)
-        before = latest_generation(target)
-        with _SlowStart(["--session", str(target), *extra], env={"CONTEXTMESH_DEMO_FEED": str(feed)}) as server:
-            timings = _http_raw(server.port, questions, warmup)
-            _MADE[f"{case} @ {nodes:,}"] = (latest_generation(target) - before, os.getloadavg()[0])
-        rows.append(_row(f"{case} @ {nodes:,}", "HTTP (raw keep-alive)", timings))
-    return rows
+    return _pair(base, template, f" @ {nodes:,}", questions, warmup, blocks, _SlowStart)
 
 
 def _ratios(rows: list[list[object]]) -> list[str]:
@@ -187,6 +226,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--skip-stdio", action="store_true")
     parser.add_argument("--skip-http", action="store_true")
     parser.add_argument("--nodes", type=int, default=0, help="also serve a generated session of this many nodes")
+    parser.add_argument(
+        "--blocks", type=int, default=4, help="alternating blocks the raw HTTP never/every-ask asks are timed in"
+    )
     args = parser.parse_args(argv)
     mix = round_questions()
     questions = [mix[i % len(mix)] for i in range(args.warmup + args.asks)]
@@ -216,14 +258,14 @@ def main(argv: list[str] | None = None) -> int:
                     rows.append(
                         _row(case, "HTTP (SDK client)", asyncio.run(_http_sdk(server.url, questions, args.warmup)))
                     )
-                    before = latest_generation(target) if case != "--demo" else 0
-                    rows.append(
-                        _row(case, "HTTP (raw keep-alive)", _http_raw(server.port, questions, args.warmup), aim)
-                    )
-                    if case != "--demo":
-                        _MADE[case] = (latest_generation(target) - before, os.getloadavg()[0])
+                    if case == "--demo":
+                        rows.append(
+                            _row(case, "HTTP (raw keep-alive)", _http_raw(server.port, questions, args.warmup), aim)
+                        )
+        if not args.skip_http:
+            rows += _pair(base, template, "", questions, args.warmup, args.blocks, ServerProcess)
         if args.nodes:
-            rows += _scale_rows(base, args.nodes, feed, questions, args.warmup)
+            rows += _scale_rows(base, args.nodes, questions, args.warmup, args.blocks)
     print(
         f"\n== mesh_ask latency, {args.asks} timed asks per row after {args.warmup} warm-up (demo walk-round questions)"
     )
