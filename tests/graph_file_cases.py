@@ -533,7 +533,8 @@ SEMANTIC_CASES: tuple[Case, ...] = (
     ),
     # -- the header --------------------------------------------------------------------------------
     Case("original-project-v1-file", _edit(_original_v1), "version", "file of the original ContextMesh project"),
-    Case("future-version-3", _edit(_set(lambda d: d, "version", 3)), "version", "reads only v2"),
+    Case("v2-file-with-narrow-edge-ids", _edit(_set(lambda d: d, "version", 2)), "version", "v3 widened edge ids"),
+    Case("future-version-4", _edit(_set(lambda d: d, "version", 4)), "version", "reads only v3"),
     Case("version-as-bool", _edit(_set(lambda d: d, "version", True)), "version", "integer"),
     Case(
         "wrong-schema",

@@ -1,4 +1,4 @@
-"""The graph loader's fast pass: every node and edge rule of ``docs/formats/graph-v2.md`` checked
+"""The graph loader's fast pass: every node and edge rule of ``docs/formats/graph-v3.md`` checked
 column by column over the parsed records, then the records built once, without re-validation.
 
 A 500,000-edge file spent most of its load in per-record Python: a pydantic validation, then the
@@ -26,8 +26,8 @@ from typing import Any
 
 from contextmesh.core.canonical import MAX_SAFE_INTEGER, text_hashes, unshared_copy
 from contextmesh.core.graph import ContextGraph
-from contextmesh.core.ids import edge_body, fold, long_body
-from contextmesh.core.model import EdgeRecord, EdgeSchema, NodeRecord, NodeSchema, Provenance, construct_record
+from contextmesh.core.ids import NODE_TAIL, edge_body, edge_id_from_parts, fold, long_body
+from contextmesh.core.model import EdgeSchema, NodeRecord, NodeSchema, Provenance, construct_record
 from contextmesh.core.vectors import checked_bytes
 
 __all__ = ["fast_edges", "fast_nodes"]
@@ -211,25 +211,35 @@ def _endpoints(
     derived from its source, type and target. Returns the derived ids (equal to the file's, and
     not the parsed file's objects) and the endpoints' records.
 
-    Each node id is folded once (:func:`contextmesh.core.ids.fold`); an edge's body is then its
-    source's (when the source alone decides it) or three folds joined, and the SHA-1 tails come
-    from one pass over the edges' texts. One look-up per endpoint finds the node and its fold.
+    Every part of an edge id is a function of one node id or one type (ADR 0021), so each node id
+    is folded and hashed once (one SHA-1 pass over the node ids), and an edge's id is then joined
+    from its source's body (or three folds, for a short source) and three tails: no hash per edge.
     """
-    folded: dict[str, tuple[NodeRecord, str, str | None]] = {}
-    for nid, node in graph.nodes.items():
-        node_fold = fold(nid)
-        folded[nid] = (node, node_fold, long_body(node_fold))
+    nodes = list(graph.nodes.values())
+    node_ids = [node.id for node in nodes]
+    folds = list(map(fold, node_ids))
+    parts = list(zip(folds, text_hashes(node_ids, NODE_TAIL), strict=True))
+    for node, part in zip(nodes, parts, strict=True):
+        node._part = part  # what a later live write would compute for the node
+    # Per node: its record, its fold, the body every edge out of it has (or None), its tail.
+    folded = {
+        nid: (node, part[0], long_body(part[0]), part[1])
+        for nid, node, part in zip(node_ids, nodes, parts, strict=True)
+    }
     sources: list[Any] = list(map(folded.get, srcs))
     targets: list[Any] = list(map(folded.get, dsts))
-    if any(map(operator.is_, sources, repeat(None))) or any(map(operator.is_, targets, repeat(None))):
+    if None in sources or None in targets:
         return None
     body_of = list(map(operator.itemgetter(2), sources))
     if None in body_of:  # short sources: the type and target decide the rest of the body
-        type_folds = {t: fold(t) for t in graph._legal}
         for index in [i for i, body in enumerate(body_of) if body is None]:
-            body_of[index] = edge_body(sources[index][1], type_folds[types[index]], targets[index][1])
-    hashes = text_hashes(list(map("{}|{}|{}".format, srcs, types, dsts)), 6)
-    derived = list(map("edge:{}-{}".format, body_of, hashes))
+            type_fold = graph._type_parts[types[index]][0]
+            body_of[index] = edge_body(sources[index][1], type_fold, targets[index][1])
+    type_tails = {t: part[1] for t, part in graph._type_parts.items()}
+    tail = operator.itemgetter(3)
+    derived = list(
+        map(edge_id_from_parts, body_of, map(tail, sources), map(type_tails.__getitem__, types), map(tail, targets))
+    )
     if list(ids) != derived:
         return None
     first = operator.itemgetter(0)
@@ -294,32 +304,29 @@ def _store(
     targets: list[NodeRecord],
     evidence_ids: list[tuple[str, ...]],
 ) -> None:
-    """Construct every checked edge once and append it to its endpoints' adjacency in bulk."""
+    """Append every checked edge to the graph's edge table as columns, and adjacency in bulk."""
     ids, _, _, types, _, weights, builds, bound, traversals, invalidated = columns
     assumption_of: dict[str | None, str | None] = {aid: graph.nodes[aid].id for aid in graph.assumptions}
     assumption_of[None] = None
-    # One float object per distinct weight, and not the parsed file's.
-    shared = {weight: weight + 0.0 for weight in dict.fromkeys(weights)}
-    start = graph._next_seq
-    records = list(
-        map(
-            EdgeRecord,
+    node_id = operator.attrgetter("id")
+    rows = graph._edges.extend(
+        (
             ids,
-            map(operator.attrgetter("id"), sources),  # the nodes' own id strings, not the file's copies
-            map(operator.attrgetter("id"), targets),
-            map(graph._names.__getitem__, types),
+            list(map(node_id, sources)),  # the nodes' own id strings, not the file's copies
+            list(map(node_id, targets)),
+            list(map(graph._names.__getitem__, types)),
             evidence_ids,
-            map(shared.__getitem__, weights),
+            weights,
             builds,
-            map(assumption_of.__getitem__, bound),
+            list(map(assumption_of.__getitem__, bound)),
             traversals,
             invalidated,
-            range(start, start + len(ids)),
-        )
+        ),
+        graph._next_seq,
     )
-    graph._next_seq = start + len(records)
-    graph.edges.update(zip(ids, records, strict=True))
-    deque(map(list.append, map(operator.attrgetter("_out"), sources), records), maxlen=0)
-    deque(map(list.append, map(operator.attrgetter("_in"), targets), records), maxlen=0)
-    for record in compress(records, map(operator.is_not, bound, repeat(None))):
-        graph._bound.setdefault(record.assumption_id, []).append(record.id)  # type: ignore[arg-type]
+    graph._next_seq += len(rows)
+    shared = list(rows)  # one int object per row, in both adjacency lists
+    deque(map(list.append, map(operator.attrgetter("_out"), sources), shared), maxlen=0)
+    deque(map(list.append, map(operator.attrgetter("_in"), targets), shared), maxlen=0)
+    for edge_id, assumption_id in compress(zip(ids, bound, strict=True), map(operator.is_not, bound, repeat(None))):
+        graph._bound.setdefault(assumption_of[assumption_id], []).append(edge_id)  # type: ignore[arg-type]

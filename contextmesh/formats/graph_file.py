@@ -1,7 +1,7 @@
-"""The graph file format ``contextmesh.graph`` v2: a writer and a strict loader.
+"""The graph file format ``contextmesh.graph`` v3: a writer and a strict loader.
 
-``docs/formats/graph-v2.md`` specifies the format for an independent reader. In short: one JSON
-object with ``schema``, ``version`` (2), ``ontology`` (the digest of the tables the graph was
+``docs/formats/graph-v3.md`` specifies the format for an independent reader. In short: one JSON
+object with ``schema``, ``version`` (3), ``ontology`` (the digest of the tables the graph was
 checked against), ``build``, and the lists ``nodes``, ``edges`` and ``assumptions`` in insertion
 order. Object keys are sorted; the file ends with a newline.
 
@@ -61,7 +61,12 @@ __all__ = [
 ]
 
 GRAPH_SCHEMA = "contextmesh.graph"
-GRAPH_VERSION = 2
+GRAPH_VERSION = 3
+# v2 named edges with 24 bits of hash, which collide at hub nodes; v3's ids are wider (ADR 0021).
+_V2_RULE = (
+    "this ContextMesh reads only contextmesh.graph v3: v3 widened edge ids (ADR 0021), so a v2 graph "
+    "is rebuilt from its sources"
+)
 _TOP_FIELDS = ("schema", "version", "ontology", "build", "nodes", "edges", "assumptions")
 # Read once: pydantic's ``model_fields`` is a computed class property, and asking it per record
 # cost microseconds a record.
@@ -115,20 +120,21 @@ def graph_to_dict(graph: ContextGraph) -> dict[str, Any]:
         }
         for n in graph.nodes.values()
     ]
+    table = graph._edges  # the columns themselves: a view per edge would cost a call per field
     edges = [
         {
-            "id": e.id,
-            "src": e.src,
-            "dst": e.dst,
-            "type": e.type,
-            "evidence_ids": list(e.evidence_ids),
-            "weight": e.weight,
-            "build": e.build,
-            "assumption_id": e.assumption_id,
-            "traversals": e.traversals,
-            "invalidated": e.invalidated,
+            "id": table.ids[row],
+            "src": table.src[row],
+            "dst": table.dst[row],
+            "type": table.type[row],
+            "evidence_ids": list(table.evidence[row]),
+            "weight": table.weight[row],
+            "build": table.build[row],
+            "assumption_id": table.assumption[row],
+            "traversals": table.traversals[row],
+            "invalidated": table.invalidated[row] == 1,
         }
-        for e in graph.edges.values()
+        for row in table.rows()
     ]
     assumptions = [
         {
@@ -241,6 +247,8 @@ def graph_from_dict(data: Any, ontology: Ontology = ONTOLOGY) -> ContextGraph:
 
 def _graph_from_dict(data: Any, ontology: Ontology) -> ContextGraph:
     top = expect_dict(data, "$")
+    if top.get("schema") == GRAPH_SCHEMA and type(top.get("version")) is int and top["version"] == 2:
+        raise SnapshotError("version", "contextmesh.graph v2, whose edge ids carry a 24-bit hash", _V2_RULE)
     check_header(top, GRAPH_SCHEMA, GRAPH_VERSION, original_versions=(1,))
     exact_keys(top, _TOP_FIELDS, "$")
     expected = ontology_digest(ontology)

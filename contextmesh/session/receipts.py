@@ -17,6 +17,7 @@ be recovered from a later graph, so only the digest's form is checked.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from typing import Any
 
 from contextmesh.belief.invalidation import PRESERVED_LIST_LIMIT
@@ -49,7 +50,7 @@ def _assumption(value: Any, path: str, graph: ContextGraph, *, rejected: bool) -
         raise SnapshotError(path, f"{value!r}, which the graph holds as {status!r}", "a disproved ground is rejected")
 
 
-def _ids(value: Any, path: str, known: dict[str, Any], what: str) -> list[str]:
+def _ids(value: Any, path: str, known: Mapping[str, Any], what: str) -> list[str]:
     if type(value) is not list:
         raise SnapshotError(path, _found(value), f"a list of {what} ids")
     for index, item in enumerate(value):

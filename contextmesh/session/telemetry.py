@@ -15,6 +15,7 @@ size costs no work.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from contextmesh.core.canonical import file_bytes, loads
@@ -60,7 +61,7 @@ def dump_telemetry(graph: ContextGraph) -> bytes:
     )
 
 
-def _pairs(value: Any, path: str, known: dict[str, Any], what: str) -> dict[str, int]:
+def _pairs(value: Any, path: str, known: Mapping[str, Any], what: str) -> dict[str, int]:
     found: dict[str, int] = {}
     for index, item in enumerate(expect_list(value, path)):
         where = f"{path}[{index}]"

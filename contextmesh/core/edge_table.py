@@ -1,0 +1,231 @@
+"""A graph's edges as columns, and the record views it hands out (ADR 0021).
+
+A graph of 500,000 edges held 500,000 ``EdgeRecord`` objects: building them was the largest part
+of a load after the checks, and each cost a hundred bytes besides its fields. Here every field is
+one column — ids, endpoints and types as lists of the graph's own shared strings, weights and
+counters as typed arrays, flags as bytes — and an edge is a row number. A caller still gets an
+``EdgeRecord``: :class:`StoredEdge` is a view of one row (a subclass, so ``isinstance`` and every
+field read are unchanged) whose field writes go to the columns, so ``edge.invalidated = True``
+changes the graph exactly as it did.
+
+Invariants (``tests/core/test_edge_table.py``):
+
+1. Rows keep insertion order; a removed row is skipped by every listing and never reused while a
+   later row exists (only trailing removed rows are dropped).
+2. A view reads and writes its row; two views of one row are equal, and equal to a standalone
+   ``EdgeRecord`` with the same fields.
+3. ``model_copy`` of a view is a standalone ``EdgeRecord`` that belongs to no graph.
+"""
+
+from __future__ import annotations
+
+from array import array
+from collections.abc import Collection, Iterator, Mapping
+from typing import Any, Literal
+
+from contextmesh.core.model import EdgeRecord
+
+__all__ = ["EdgeMap", "EdgeTable", "StoredEdge"]
+
+
+class EdgeTable:
+    """Every edge field as a column; ``row_of`` maps an edge id to its row."""
+
+    __slots__ = (
+        "assumption",
+        "build",
+        "dead",
+        "dst",
+        "evidence",
+        "ids",
+        "invalidated",
+        "row_of",
+        "seq",
+        "src",
+        "traversals",
+        "type",
+        "weight",
+    )
+
+    def __init__(self) -> None:
+        self.ids: list[str] = []
+        self.src: list[str] = []
+        self.dst: list[str] = []
+        self.type: list[str] = []
+        self.evidence: list[tuple[str, ...]] = []
+        self.weight = array("d")
+        self.build = array("q")
+        self.assumption: list[str | None] = []
+        self.traversals = array("q")
+        self.invalidated = bytearray()
+        self.seq = array("q")
+        self.row_of: dict[str, int] = {}
+        self.dead: set[int] = set()  # rows removed by a rollback, until they are trailing
+
+    def __len__(self) -> int:
+        return len(self.row_of)
+
+    def append(self, record: EdgeRecord, seq: int) -> int:
+        """Store a record's fields as a new row; its row number."""
+        row = len(self.ids)
+        self.ids.append(record.id)
+        self.src.append(record.src)
+        self.dst.append(record.dst)
+        self.type.append(record.type)
+        self.evidence.append(record.evidence_ids)
+        self.weight.append(record.weight)
+        self.build.append(record.build)
+        self.assumption.append(record.assumption_id)
+        self.traversals.append(record.traversals)
+        self.invalidated.append(1 if record.invalidated else 0)
+        self.seq.append(seq)
+        self.row_of[record.id] = row
+        return row
+
+    def extend(self, columns: tuple[Any, ...], seq_start: int) -> range:
+        """Store already-checked columns (in :class:`EdgeRecord` field order) as new rows, in bulk."""
+        ids, srcs, dsts, types, evidence, weights, builds, bound, traversals, invalidated = columns
+        start = len(self.ids)
+        self.ids.extend(ids)
+        self.src.extend(srcs)
+        self.dst.extend(dsts)
+        self.type.extend(types)
+        self.evidence.extend(evidence)
+        self.weight.extend(weights)
+        self.build.extend(builds)
+        self.assumption.extend(bound)
+        self.traversals.extend(traversals)
+        self.invalidated.extend(invalidated)  # bools are 0 and 1
+        self.seq.extend(range(seq_start, seq_start + len(ids)))
+        rows = range(start, start + len(ids))
+        self.row_of.update(zip(ids, rows, strict=True))
+        return rows
+
+    def remove(self, row: int) -> None:
+        """Take a row out (a rollback's); trailing removed rows are dropped from the columns."""
+        del self.row_of[self.ids[row]]
+        self.dead.add(row)
+        while self.ids and len(self.ids) - 1 in self.dead:
+            last = len(self.ids) - 1
+            self.dead.discard(last)
+            for column in (self.ids, self.src, self.dst, self.type, self.evidence, self.assumption):
+                column.pop()
+            for numbers in (self.weight, self.build, self.traversals, self.seq):
+                numbers.pop()
+            self.invalidated.pop()
+
+    def rows(self) -> Iterator[int]:
+        """Every live row, in insertion order."""
+        if not self.dead:
+            return iter(range(len(self.ids)))
+        return (row for row in range(len(self.ids)) if row not in self.dead)
+
+    def view(self, row: int) -> StoredEdge:
+        """The record view of a row."""
+        edge = StoredEdge.__new__(StoredEdge)
+        edge._table = self
+        edge._row = row
+        return edge
+
+
+def _column(name: str, writable: bool = True) -> property:
+    def read(self: StoredEdge) -> Any:
+        return getattr(self._table, name)[self._row]
+
+    def write(self: StoredEdge, value: Any) -> None:
+        getattr(self._table, name)[self._row] = value
+
+    return property(read, write if writable else None, doc=f"The edge's {name} (its row's column).")
+
+
+class StoredEdge(EdgeRecord, schema=EdgeRecord._schema):
+    """An ``EdgeRecord`` that is a view of one row of an :class:`EdgeTable`."""
+
+    __slots__ = ("_row", "_table")
+    _table: EdgeTable
+    _row: int
+
+    id = _column("ids", writable=False)
+    src = _column("src", writable=False)
+    dst = _column("dst", writable=False)
+    type = _column("type", writable=False)
+    evidence_ids = _column("evidence")
+    weight = _column("weight")
+    build = _column("build")
+    assumption_id = _column("assumption")
+    traversals = _column("traversals")
+    _seq = _column("seq", writable=False)
+
+    @property
+    def invalidated(self) -> bool:
+        """Whether the edge was invalidated (its row's flag)."""
+        return self._table.invalidated[self._row] == 1
+
+    @invalidated.setter
+    def invalidated(self, value: bool) -> None:
+        self._table.invalidated[self._row] = 1 if value else 0
+
+    @property
+    def live(self) -> bool:
+        """Not invalidated (its endpoints are checked by the graph)."""
+        return self._table.invalidated[self._row] == 0
+
+    def model_copy(  # type: ignore[override]  # a copy belongs to no graph, so it is a plain record
+        self, *, update: Mapping[str, Any] | None = None, deep: bool = False
+    ) -> EdgeRecord:
+        """A standalone copy of the row's fields (every field is immutable or a scalar)."""
+        values = {name: getattr(self, name) for name in self._fields}
+        values.update(update or {})
+        return EdgeRecord.model_construct(**values)
+
+    def model_dump(
+        self, *, mode: Literal["python", "json"] = "python", exclude: Collection[str] = ()
+    ) -> dict[str, Any]:
+        """The row's fields as plain data, as a standalone record dumps them."""
+        return self.model_copy().model_dump(mode=mode, exclude=exclude)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, EdgeRecord):
+            return NotImplemented
+        return all(getattr(self, n) == getattr(other, n, None) for n in self._fields)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return repr(self.model_copy())  # what the record is, not how the graph holds it
+
+
+class EdgeMap(Mapping[str, EdgeRecord]):
+    """``graph.edges``: the graph's edges by id, in insertion order, as record views (read-only)."""
+
+    __slots__ = ("_table",)
+
+    def __init__(self, table: EdgeTable) -> None:
+        self._table = table
+
+    def __getitem__(self, edge_id: str) -> EdgeRecord:
+        return self._table.view(self._table.row_of[edge_id])
+
+    def __contains__(self, edge_id: object) -> bool:
+        return edge_id in self._table.row_of
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._table.row_of)
+
+    def __len__(self) -> int:
+        return len(self._table.row_of)
+
+    def get(self, edge_id: str, default: Any = None) -> Any:
+        """The edge with this id, or ``default``."""
+        row = self._table.row_of.get(edge_id)
+        return default if row is None else self._table.view(row)
+
+    def values(self) -> Iterator[EdgeRecord]:  # type: ignore[override]
+        """Every edge, in insertion order."""
+        view = self._table.view
+        return (view(row) for row in self._table.rows())
+
+    def items(self) -> Iterator[tuple[str, EdgeRecord]]:  # type: ignore[override]
+        """Every ``(id, edge)``, in insertion order."""
+        table = self._table
+        return ((table.ids[row], table.view(row)) for row in table.rows())
