@@ -82,8 +82,9 @@ class EdgeTable:
         self.row_of[record.id] = row
         return row
 
-    def extend(self, columns: tuple[Any, ...], seq_start: int) -> range:
-        """Store already-checked columns (in :class:`EdgeRecord` field order) as new rows, in bulk."""
+    def extend(self, columns: tuple[Any, ...], seq_start: int, row_of: dict[str, int]) -> range:
+        """Store already-checked columns (in :class:`EdgeRecord` field order) as new rows, in bulk;
+        ``row_of`` is the new ids' rows, already built by the caller to see that they are unique."""
         ids, srcs, dsts, types, evidence, weights, builds, bound, traversals, invalidated = columns
         start = len(self.ids)
         self.ids.extend(ids)
@@ -98,7 +99,7 @@ class EdgeTable:
         self.invalidated.extend(invalidated)  # bools are 0 and 1
         self.seq.extend(range(seq_start, seq_start + len(ids)))
         rows = range(start, start + len(ids))
-        self.row_of.update(zip(ids, rows, strict=True))
+        self.row_of.update(row_of)
         return rows
 
     def remove(self, row: int) -> None:
