@@ -18,9 +18,10 @@ machine is shared, so the load average is printed at the start and the end):
   own share is shown as ``Resolver.resolve`` p50 over entity labels;
 * **blast radius** of a planted 100-node closure (``belief.invalidation.blast_radius``);
 * **one structural commit** — ``Session.create`` of the loaded graph (a full commit), then one
-  evidence node with one edge submitted and ``Session.commit``; the bytes each wrote. On this
-  session format both rewrite the graph companion (a commit proportional to the change is the
-  journal of issue 22's item 1, not built yet).
+  evidence node with one edge submitted and ``Session.commit``; the bytes each wrote;
+* **the resolver scales** — ``Resolver.resolve`` p50 on labels (alias hits) and on typos of them
+  (the near-miss index), its dump's CPU and bytes: compare the 10^5 and 10^6 runs (sub-linear
+  resolution, linear dump).
 
 The load phase runs in its own process (``--load-child FILE``), so its memory is its own and not
 the generating process's high-water mark.
@@ -116,6 +117,10 @@ def _ask(graph: Any, count: int, seed: int) -> dict[str, Any]:
         cpu.append((time.process_time() - started) * 1000)
     labels = [n.label for n in entities][: count * 5 : 5]
     resolves, _ = time_calls(lambda label: resolver.resolve(label, learn=False), labels)
+    # A typo (the last letter dropped) misses the alias table and takes the near-miss index: the
+    # path whose cost would follow the entity count if it scanned.
+    typos = [label[:-1] for label in labels if len(label) > 6]
+    near, _ = time_calls(lambda label: resolver.resolve(label, learn=False), typos)
     return {
         "resolver": resolver,
         "register_s": register_s,
@@ -128,6 +133,9 @@ def _ask(graph: Any, count: int, seed: int) -> dict[str, Any]:
         "ask_cpu_p50_ms": percentile(cpu, 50),
         "resolve_p50_ms": resolves.p50,
         "resolve_p95_ms": resolves.p95,
+        "near_miss_p50_ms": near.p50,
+        "near_miss_p95_ms": near.p95,
+        "entities": len(entities),
     }
 
 
@@ -271,6 +279,11 @@ def _rows(gen: dict[str, Any], child: dict[str, Any]) -> list[tuple[str, str, st
         ("resolver register", f"{child['register_s']:.2f} s", ""),
         ("resolver dump", f"{_secs(child, 'resolver_dump', 2)}, {child['resolver_bytes']:,} bytes", ""),
         ("Resolver.resolve p50 / p95", f"{child['resolve_p50_ms']:.3f} / {child['resolve_p95_ms']:.3f} ms", ""),
+        (
+            f"  a typo (near miss), {child['entities']:,} entities",
+            f"{child['near_miss_p50_ms']:.3f} / {child['near_miss_p95_ms']:.3f} ms",
+            "",
+        ),
         (f"Walker.ask p50 / p95 ({child['asks']})", ask, ask_aim),
         ("blast radius p50", f"{child['blast_radius_p50_ms']:.1f} ms ({child['blast_radius_fallen']:,} fall)", ""),
         ("full commit", f"{_secs(child, 'full_commit')}, {child['full_commit_bytes']:,} bytes", ""),
