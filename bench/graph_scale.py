@@ -321,6 +321,9 @@ def main(argv: list[str] | None = None) -> int:
         gen["peak_rss_mb"] = peak_rss_mb()
         del graph
         gc.collect()
+        from contextmesh.formats.graph_file import release_freed_memory
+
+        release_freed_memory()  # the generated graph's memory back before the load process needs its own
         child = _child(path, assumption, args)
     rows = _rows(gen, child)
     width = max(len(name) for name, _, _ in rows)
