@@ -21,7 +21,8 @@ the resolver file persists them instead of rebuilding them.
 No method scans the entities. Each looks up an index derived from the tables (never stored, rebuilt
 by replaying the aliases on restore): the acronym method an initials table, containment the
 intersection of per-word surface sets, the near miss the surfaces with the mention's first letters
-(a word pair that does not share its first letter never pairs up, so no other surface can score);
+(a word pair that does not share its first letter never pairs up, so no other surface can score)
+or, when they are fewer, the aliases of the entities in the mention's blocks;
 the blocking keys then only filter what the index found, and rank it in the order a scan of the
 blocks would have met it. The cost of a resolution follows the size of what matches, not the
 number of entities.
@@ -282,10 +283,30 @@ class Resolver:
                     break
         return list(owners)
 
+    def _near_miss_candidates(self, signature: str, keys: list[str]) -> Iterable[str]:
+        """The aliases with this signature whose entities may share a block key with the mention.
+
+        Either index decides it: the surfaces with the signature (filtered by block later), or the
+        aliases of the blocks' members (filtered by signature here), whichever is smaller. A
+        one-word typo's signature is its first letter, shared by a 26th of every one-word surface,
+        so the signature alone grew with the entity count; the mention's blocks usually do not.
+        """
+        by_signature = self._by_signature.get(signature, ())
+        members = [self.blocks.get(key, ()) for key in keys]
+        if sum(map(len, members)) >= len(by_signature):
+            return by_signature
+        seen: dict[str, None] = {}
+        for block in members:
+            for entity_id in block:
+                for alias in self._by_entity.get(entity_id, ()):
+                    if alias not in seen and _signature(alias) == signature:
+                        seen[alias] = None
+        return seen
+
     def _near_miss(self, mention: str, normalized: str, keys: list[str]) -> ResolutionRecord:
         best: dict[str, float] = {}
         rank: dict[str, tuple[int, int]] = {}
-        for alias in self._by_signature.get(_signature(normalized), ()):
+        for alias in self._near_miss_candidates(_signature(normalized), keys):
             owner = self.aliases[alias]
             if owner not in rank:
                 at = self._rank(owner, keys)
