@@ -129,16 +129,6 @@ class EdgeTable:
         return edge
 
 
-def _column(name: str, writable: bool = True) -> property:
-    def read(self: StoredEdge) -> Any:
-        return getattr(self._table, name)[self._row]
-
-    def write(self: StoredEdge, value: Any) -> None:
-        getattr(self._table, name)[self._row] = value
-
-    return property(read, write if writable else None, doc=f"The edge's {name} (its row's column).")
-
-
 class StoredEdge(EdgeRecord, schema=EdgeRecord._schema):
     """An ``EdgeRecord`` that is a view of one row of an :class:`EdgeTable`."""
 
@@ -146,16 +136,76 @@ class StoredEdge(EdgeRecord, schema=EdgeRecord._schema):
     _table: EdgeTable
     _row: int
 
-    id = _column("ids", writable=False)
-    src = _column("src", writable=False)
-    dst = _column("dst", writable=False)
-    type = _column("type", writable=False)
-    evidence_ids = _column("evidence")
-    weight = _column("weight")
-    build = _column("build")
-    assumption_id = _column("assumption")
-    traversals = _column("traversals")
-    _seq = _column("seq", writable=False)
+    # Spelled out per field, not made by a factory: a walk reads these millions of times, and a
+    # direct attribute read is the cheapest a property can be.
+    @property
+    def id(self) -> str:  # type: ignore[override]
+        """The edge's id."""
+        return self._table.ids[self._row]
+
+    @property
+    def src(self) -> str:  # type: ignore[override]
+        """The source node's id."""
+        return self._table.src[self._row]
+
+    @property
+    def dst(self) -> str:  # type: ignore[override]
+        """The target node's id."""
+        return self._table.dst[self._row]
+
+    @property
+    def type(self) -> str:  # type: ignore[override]
+        """The edge type."""
+        return self._table.type[self._row]
+
+    @property
+    def evidence_ids(self) -> tuple[str, ...]:
+        """The evidence node ids, each once."""
+        return self._table.evidence[self._row]
+
+    @evidence_ids.setter
+    def evidence_ids(self, value: tuple[str, ...]) -> None:
+        self._table.evidence[self._row] = value
+
+    @property
+    def weight(self) -> float:
+        """The accumulated weight."""
+        return self._table.weight[self._row]
+
+    @weight.setter
+    def weight(self, value: float) -> None:
+        self._table.weight[self._row] = value
+
+    @property
+    def build(self) -> int:
+        """The build that added the edge."""
+        return self._table.build[self._row]
+
+    @build.setter
+    def build(self, value: int) -> None:
+        self._table.build[self._row] = value
+
+    @property
+    def assumption_id(self) -> str | None:
+        """The assumption the edge is bound to, if any."""
+        return self._table.assumption[self._row]
+
+    @assumption_id.setter
+    def assumption_id(self, value: str | None) -> None:
+        self._table.assumption[self._row] = value
+
+    @property
+    def traversals(self) -> int:
+        """Telemetry: how many walks crossed the edge."""
+        return self._table.traversals[self._row]
+
+    @traversals.setter
+    def traversals(self, value: int) -> None:
+        self._table.traversals[self._row] = value
+
+    @property
+    def _seq(self) -> int:  # type: ignore[override]
+        return self._table.seq[self._row]
 
     @property
     def invalidated(self) -> bool:
