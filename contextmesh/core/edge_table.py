@@ -67,19 +67,30 @@ class EdgeTable:
 
     def append(self, record: EdgeRecord, seq: int) -> int:
         """Store a record's fields as a new row; its row number."""
+        row = self.append_new(record.id, record.src, record.dst, record.type, record.evidence_ids, record.weight, seq)
+        self.build[row] = record.build
+        self.assumption[row] = record.assumption_id
+        self.traversals[row] = record.traversals
+        self.invalidated[row] = 1 if record.invalidated else 0
+        return row
+
+    def append_new(
+        self, edge_id: str, src: str, dst: str, edge_type: str, evidence: tuple[str, ...], weight: float, seq: int
+    ) -> int:
+        """Store a new edge as a row (its build, binding, counter and flag as a new edge's); its row."""
         row = len(self.ids)
-        self.ids.append(record.id)
-        self.src.append(record.src)
-        self.dst.append(record.dst)
-        self.type.append(record.type)
-        self.evidence.append(record.evidence_ids)
-        self.weight.append(record.weight)
-        self.build.append(record.build)
-        self.assumption.append(record.assumption_id)
-        self.traversals.append(record.traversals)
-        self.invalidated.append(1 if record.invalidated else 0)
+        self.ids.append(edge_id)
+        self.src.append(src)
+        self.dst.append(dst)
+        self.type.append(edge_type)
+        self.evidence.append(evidence)
+        self.weight.append(weight)
+        self.build.append(0)
+        self.assumption.append(None)
+        self.traversals.append(0)
+        self.invalidated.append(0)
         self.seq.append(seq)
-        self.row_of[record.id] = row
+        self.row_of[edge_id] = row
         return row
 
     def extend(self, columns: tuple[Any, ...], seq_start: int, row_of: dict[str, int]) -> range:

@@ -66,6 +66,7 @@ class ContextGraph:
         # Each type's fold and id tail, for edge ids (ADR 0021); two types sharing a tail could
         # give two edges one id, so such tables are refused here, before any edge exists.
         self._type_parts = {t: (fold(t), name_tail(t, TYPE_TAIL)) for t in ontology.edge_types}
+        self._last_edge_id: tuple[object, str, object, str] = (None, "", None, "")
         tails = [tail for _, tail in self._type_parts.values()]
         if len(set(tails)) != len(tails):
             raise OntologyError(
@@ -142,10 +143,15 @@ class ContextGraph:
 
     def _edge_id(self, source: NodeRecord, edge_type: str, target: NodeRecord) -> str:
         """``ids.edge_id`` of the triple, from the endpoints' remembered fold and tail."""
+        last = self._last_edge_id
+        if last[0] is source and last[1] == edge_type and last[2] is target:
+            return last[3]  # a write asks twice in a row: find_edge, then add_edge
         src_fold, src_tail = _node_part(source)
         type_fold, type_tail = self._type_parts[edge_type]
         dst_fold, dst_tail = _node_part(target)
-        return edge_id_from_parts(edge_body(src_fold, type_fold, dst_fold), src_tail, type_tail, dst_tail)
+        eid = edge_id_from_parts(edge_body(src_fold, type_fold, dst_fold), src_tail, type_tail, dst_tail)
+        self._last_edge_id = (source, edge_type, target, eid)
+        return eid
 
     def is_live(self, node_id: str) -> bool:
         """True when the node exists and is neither pruned nor invalidated."""
@@ -365,19 +371,22 @@ class ContextGraph:
                 "tail of edge ids, ADR 0021)"
             )
         # Endpoints and type as the graph's own string objects: one copy of each, however many edges.
-        record = EdgeRecord(
+        row = table.append_new(
             eid,
             source.id,
             target.id,
             self._names[edge_type],
             tuple(dict.fromkeys(evidence_ids)),
             weight,
-            self.build,
-            None,
-            0,
-            False,
+            self._next_seq,
         )
-        return self._store_edge(record)
+        table.build[row] = self.build
+        self._next_seq += 1
+        source._out.append(row)
+        target._in.append(row)
+        if self._nx is not None:
+            self._nx.add_edge(source.id, target.id, key=eid)
+        return table.view(row)
 
     def _check_edge(self, src: str, edge_type: str, dst: str, weight: float) -> tuple[NodeRecord, NodeRecord]:
         """The edge rules of :mod:`contextmesh.core.graph_rules` against this graph's nodes."""
