@@ -33,10 +33,10 @@ from pydantic import JsonValue
 
 from contextmesh.core import vectors
 from contextmesh.core.canonical import ensure_canonical
-from contextmesh.core.edge_table import EdgeMap, EdgeTable
+from contextmesh.core.edge_table import EdgeIds, EdgeMap, EdgeTable
 from contextmesh.core.errors import IdentityError, NotFoundError, OntologyError
 from contextmesh.core.graph_rules import check_edge, check_must_carry, check_node_type, check_not_frozen
-from contextmesh.core.ids import TYPE_TAIL, edge_body, edge_id_from_parts, fold, name_tail, slug
+from contextmesh.core.ids import slug
 from contextmesh.core.model import AssumptionRecord, EdgeRecord, NodeRecord, Provenance
 from contextmesh.core.ontology import ONTOLOGY, Ontology
 from contextmesh.core.vectors import VectorStore
@@ -63,16 +63,7 @@ class ContextGraph:
         # One string object per type name, however many records carry it.
         self._names = {name: name for name in (*ontology.node_types, *ontology.edge_types)}
         self._vectors = VectorStore()
-        # Each type's fold and id tail, for edge ids (ADR 0021); two types sharing a tail could
-        # give two edges one id, so such tables are refused here, before any edge exists.
-        self._type_parts = {t: (fold(t), name_tail(t, TYPE_TAIL)) for t in ontology.edge_types}
-        self._last_edge_id: tuple[object, str, object, str] = (None, "", None, "")
-        tails = [tail for _, tail in self._type_parts.values()]
-        if len(set(tails)) != len(tails):
-            raise OntologyError(
-                f"two edge types of these tables share the {TYPE_TAIL}-hex-digit tail of their edge ids; "
-                "rename one (ADR 0021)"
-            )
+        self._ids = EdgeIds(ontology.edge_types)  # refuses tables whose types share an id tail
 
     # -- reading --------------------------------------------------------------------------
 
@@ -123,35 +114,20 @@ class ContextGraph:
         node = self.nodes.get(item_id)
         if node is not None:
             return node._seq
-        row = self._edges.row_of.get(item_id)
-        if row is None:
-            raise KeyError(item_id)
-        return self._edges.seq[row]
+        return self._edges.seq[self._edges.row_of[item_id]]  # KeyError for an id of neither
 
     def find_edge(self, src: str, edge_type: str, dst: str) -> EdgeRecord | None:
         """The edge of this type between these endpoints, if one exists."""
         # An edge's id is derived from exactly these three, and ids are unique: the edge, if it
         # exists, is stored under that id (a different edge there is an id collision).
         source, target = self.nodes.get(src), self.nodes.get(dst)
-        if source is None or target is None or edge_type not in self._type_parts:
+        if source is None or target is None or edge_type not in self._ids.type_parts:
             return None
-        row = self._edges.row_of.get(self._edge_id(source, edge_type, target))
+        row = self._edges.row_of.get(self._ids.of(source, edge_type, target))
         table = self._edges
         if row is None or table.src[row] != src or table.type[row] != edge_type or table.dst[row] != dst:
             return None
         return table.view(row)
-
-    def _edge_id(self, source: NodeRecord, edge_type: str, target: NodeRecord) -> str:
-        """``ids.edge_id`` of the triple, from the endpoints' remembered fold and tail."""
-        last = self._last_edge_id
-        if last[0] is source and last[1] == edge_type and last[2] is target:
-            return last[3]  # a write asks twice in a row: find_edge, then add_edge
-        src_fold, src_tail = _node_part(source)
-        type_fold, type_tail = self._type_parts[edge_type]
-        dst_fold, dst_tail = _node_part(target)
-        eid = edge_id_from_parts(edge_body(src_fold, type_fold, dst_fold), src_tail, type_tail, dst_tail)
-        self._last_edge_id = (source, edge_type, target, eid)
-        return eid
 
     def is_live(self, node_id: str) -> bool:
         """True when the node exists and is neither pruned nor invalidated."""
@@ -353,7 +329,7 @@ class ContextGraph:
         source, target = self._check_edge(src, edge_type, dst, weight)
         if frozen_check:
             check_not_frozen(source, target, edge_type)
-        eid = self._edge_id(source, edge_type, target)
+        eid = self._ids.of(source, edge_type, target)
         table = self._edges
         row = table.row_of.get(eid)
         if row is not None and table.src[row] == src and table.type[row] == edge_type and table.dst[row] == dst:
@@ -448,13 +424,8 @@ class ContextGraph:
         """Flag nodes and edges invalidated. Flags are never cleared except by a decision rerun."""
         for nid in node_ids:
             self.node(nid).invalidated = True
-        flags, row_of = self._edges.invalidated, self._edges.row_of
         for eid in edge_ids:
-            row = row_of.get(eid)
-            if row is None:
-                self.edge(eid)  # the refusal names near misses
-            else:
-                flags[row] = 1
+            self.edge(eid).invalidated = True
 
     def revive(self, node_id: str) -> None:
         """Clear an entity's invalidated flag when the decision producing it runs again (rule 7)."""
@@ -474,13 +445,8 @@ class ContextGraph:
         """Telemetry: one more walk visited these nodes and traversed these edges."""
         for nid in dict.fromkeys(node_ids):
             self.node(nid).walks += 1
-        counts, row_of = self._edges.traversals, self._edges.row_of
         for eid in edge_ids:
-            row = row_of.get(eid)
-            if row is None:
-                self.edge(eid)  # the refusal names near misses
-            else:
-                counts[row] += 1
+            self.edge(eid).traversals += 1
 
     def subgraph(self, keep: Iterable[str]) -> ContextGraph:
         """A copy holding only the ``keep`` nodes, the edges between them and their assumption
@@ -524,14 +490,6 @@ class ContextGraph:
         """Advance the processing clock (the build counter) and return the new value."""
         self.build += 1
         return self.build
-
-
-def _node_part(node: NodeRecord) -> tuple[str, str]:
-    """A node's fold and edge-id tail, computed once and kept on the record."""
-    part = node._part
-    if part is None:
-        part = node._part = (fold(node.id), name_tail(node.id))
-    return part
 
 
 def _missing(kind: str, key: str, known: Mapping[str, object]) -> str:

@@ -241,10 +241,10 @@ def _endpoints(
         return None
     if None in prefixes:  # short sources: the type and target decide the rest of the body
         for index in [i for i, prefix in enumerate(prefixes) if prefix is None]:
-            source, type_fold = sources[index], graph._type_parts[types[index]][0]
+            source, type_fold = sources[index], graph._ids.type_parts[types[index]][0]
             body = edge_body(source[_FOLD], type_fold, targets[index][_FOLD])
             prefixes[index] = EDGE_ID.format(body, source[_TAIL], "", "")
-    type_tails = {t: part[1] for t, part in graph._type_parts.items()}
+    type_tails = {t: part[1] for t, part in graph._ids.type_parts.items()}
     derived = list(map("{}{}{}".format, prefixes, map(type_tails.__getitem__, types), dst_tails))
     if list(ids) != derived:
         return None

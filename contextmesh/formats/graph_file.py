@@ -62,11 +62,7 @@ __all__ = [
 
 GRAPH_SCHEMA = "contextmesh.graph"
 GRAPH_VERSION = 3
-# v2 named edges with 24 bits of hash, which collide at hub nodes; v3's ids are wider (ADR 0021).
-_V2_RULE = (
-    "this ContextMesh reads only contextmesh.graph v3: v3 widened edge ids (ADR 0021), so a v2 graph "
-    "is rebuilt from its sources"
-)
+_V2_RULE = "this ContextMesh reads only v3: v3 widened edge ids (ADR 0021); rebuild a v2 graph from its sources"
 _TOP_FIELDS = ("schema", "version", "ontology", "build", "nodes", "edges", "assumptions")
 # Read once: pydantic's ``model_fields`` is a computed class property, and asking it per record
 # cost microseconds a record.
