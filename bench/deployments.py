@@ -1,16 +1,21 @@
 """Publication → stale closure finished, on a session served by ``deployments/serve.py``.
 
-    .venv/bin/python bench/deployments.py [--repeat 3] [--interval 5] [--poll 1]
-                                          [--triggers run-deployment,automation] [--no-full-loop]
+    .venv/bin/python bench/deployments.py [--repeat 3] [--interval 600] [--react 0.1] [--poll 1]
+                                          [--runner] [--triggers run-deployment,automation] [--no-full-loop]
 
-The reported figure of the deployments issue. A managed Prefect server (SQLite, no UI) is started
-in a temporary ``$CONTEXTMESH_HOME`` on a free loopback port and stopped at the end. Each
-repetition runs every variant once, interleaved so they share the machine's load:
+The reported figure of issues 20 and the deployments issue. A managed Prefect server (SQLite, no
+UI) is started in a temporary ``$CONTEXTMESH_HOME`` on a free loopback port and stopped at the end.
+Each repetition runs every variant once, interleaved so they share the machine's load:
 
-* ``default``  — ``serve.py`` with Prefect's own runner polling (``PREFECT_RUNNER_POLL_FREQUENCY``
-  unset: 10 s in Prefect 3.9.1, ``prefect/settings/models/runner.py``);
-* ``poll N s`` — the same with ``PREFECT_RUNNER_POLL_FREQUENCY=N`` in serve.py's environment
-  (an integer number of seconds: the setting is typed ``int``);
+* ``warm · default`` — ``serve.py`` as a person starts it: its reactor (ADR 0017) looks every
+  0.5 s, starts a recheck when the feed changes and runs every due flow run in the serving process;
+  the recheck interval is ``--interval`` (600 s, serve's default: only the reaction can explain a
+  recheck within the measurement);
+* ``warm · react R s, poll P s`` — tuned: ``CONTEXTMESH_REACT_SECONDS=R`` and
+  ``PREFECT_RUNNER_POLL_FREQUENCY=P`` (whole seconds: the setting is typed ``int``);
+* with ``--runner``, the same two with ``CONTEXTMESH_WARM_RUNS=0``: the reactor still starts the
+  recheck, but Prefect's runner runs every flow run in a fresh subprocess after its next poll
+  (10 s by default in Prefect 3.9.1, ``prefect/settings/models/runner.py``) — the side-by-side;
 
 each with every ``--triggers`` path from the recheck to the resume (``run-deployment``, the
 default: the recheck flow calls ``run_deployment`` under an idempotency key; ``automation``: a
@@ -18,24 +23,25 @@ Prefect automation on the ``contextmesh.assumption.disproved`` event). Per varia
 
 1. a fresh demo session (``contextmesh session save DIR --feed F``: plan round 1 executed) and
    ``serve.py --session DIR --feed F --interval S --trigger T``;
-2. once the first scheduled recheck has COMPLETED (the deployments are up and polled), the
-   advisory is published to the feed — the library call ``contextmesh demo advisory publish
-   argon2-cffi …`` makes, timed in this process: that instant is t0;
+2. once serve.py's reactor is up (its reactions file names a live process), the advisory is
+   published to the feed — the library call ``contextmesh demo advisory publish argon2-cffi …``
+   makes, timed in this process: that instant is t0;
 3. **closure**: t0 → the resume flow run the disproof started reaches COMPLETED (Prefect's
    ``end_time``). In the demo every stale task waits on the rejected ground (``hashing`` is
    grounded on it; ``routes`` and ``rate_limit`` need ``hashing``), so that run executes nothing:
    it records which tasks wait for repair. The breakdown (columns): ``to_recheck`` t0 → the
-   disproving recheck Running (schedule phase + runner poll + flow-run process start);
-   ``recheck`` its Running → Completed; ``to_resume`` that Completed → the resume Running (the
-   resume is created inside the recheck, just before it ends); ``pickup`` the resume created →
-   Pending (the runner's poll found it); ``spawn`` Pending → Running (a fresh subprocess imports
-   Python, Prefect, ContextMesh and the flow module); ``resume`` its Running → Completed (waiting
-   for the session's concurrency slot included);
+   disproving recheck Running (the reactor's look, the run created and claimed, the engine's
+   start; with the runner, its poll and a subprocess start); ``recheck`` its Running → Completed;
+   ``to_resume`` that Completed → the resume Running (the resume is created inside the recheck,
+   just before it ends); ``pickup`` the resume created → Pending (claimed by the reactor or found
+   by the runner's poll); ``spawn`` Pending → Running (the engine's start in the serving process,
+   or a fresh subprocess importing Python, Prefect, ContextMesh and the flow module); ``resume``
+   its Running → Completed (waiting for the session's concurrency slot included);
 4. **full loop** (unless ``--no-full-loop``): right after that, as a person would,
    ``contextmesh repair hashing --worker-key auth.hash.bcrypt.v1 --assumes "bcrypt has no open
    advisory" --session DIR --feed F`` then ``contextmesh resume --session DIR --feed F`` (both
    dispatch to the served deployments and wait); t0 → that resume flow run COMPLETED, and the
-   repair+resume part alone (first CLI call → COMPLETED, CLI start-up included);
+   repair+resume part alone (first CLI call → COMPLETED, both CLI start-ups included);
 5. serve.py gets SIGTERM (then SIGKILL after 40 s) and the next variant starts.
 
 Printed: every sample, then p50 / min / max per variant, and the load average (1, 5, 15 min)
@@ -79,6 +85,8 @@ from contextmesh.orchestration.served_record import peek  # noqa: E402
 PLAN_FLOW, RECHECK_FLOW = "contextmesh-plan", "contextmesh-recheck"
 REPAIR = ("hashing", "auth.hash.bcrypt.v1", "bcrypt has no open advisory")
 POLL_SETTING = "PREFECT_RUNNER_POLL_FREQUENCY"
+REACT_SETTING = "CONTEXTMESH_REACT_SECONDS"
+WARM_SETTING = "CONTEXTMESH_WARM_RUNS"
 TERMINAL = frozenset({"COMPLETED", "FAILED", "CANCELLED", "CRASHED"})
 
 
@@ -198,17 +206,29 @@ class Served:
 
 
 def serve_session(
-    home: Path, workdir: Path, *, interval: float, trigger: str, poll: int | None, name: str = "session"
+    home: Path,
+    workdir: Path,
+    *,
+    interval: float,
+    trigger: str,
+    poll: int | None,
+    name: str = "session",
+    react: float | None = None,
+    warm: bool = True,
 ) -> Served:
-    """Save a fresh demo session under ``workdir`` and start serve.py for it."""
+    """Save a fresh demo session under ``workdir`` and start serve.py for it (``react``: its look interval)."""
     session, feed = workdir / name, workdir / f"{name}-feed.json"
     cli(home, "session", "save", str(session), "--feed", str(feed))
     session_id, _, _ = peek(str(session))
     env = {**os.environ, "CONTEXTMESH_HOME": str(home)}
     env.pop("PREFECT_API_URL", None)  # serve.py finds the managed server of CONTEXTMESH_HOME
     env.pop(POLL_SETTING, None)
+    env.pop(REACT_SETTING, None)
+    env[WARM_SETTING] = "1" if warm else "0"
     if poll is not None:
         env[POLL_SETTING] = str(poll)
+    if react is not None:
+        env[REACT_SETTING] = f"{react:g}"
     log = workdir / f"{name}-serve.log"
     argv = [sys.executable, str(ROOT / "deployments" / "serve.py"), "--session", str(session), "--feed", str(feed)]
     argv += ["--interval", f"{interval:g}", "--trigger", trigger]
@@ -240,14 +260,12 @@ def wait_for(what: str, probe: Any, timeout: float, served: Served | None = None
     raise TimeoutError(f"no {what} within {timeout:g} s")
 
 
-def first_recheck_done(api: Api, served: Served, timeout: float) -> dict[str, Any]:
-    """The first COMPLETED recheck of the session: its deployments are up and being polled."""
+def reacting(served: Served, timeout: float) -> None:
+    """Wait until serve.py's reactor watches the session (its reactions file names a live process)."""
+    from contextmesh.orchestration.reactions import reacting_path, read_one
 
-    def probe() -> dict[str, Any] | None:
-        done = [r for r in api.flow_runs(served.session_id, RECHECK_FLOW) if r["state_type"] == "COMPLETED"]
-        return done[0] if done else None
-
-    return dict(wait_for("completed recheck", probe, timeout, served))
+    path = reacting_path(served.session_id, served.home)
+    wait_for("serve.py's reactor", lambda: read_one(path), timeout, served)
 
 
 def resume_after(api: Api, served: Served, t0: float, timeout: float) -> dict[str, Any]:
@@ -302,7 +320,7 @@ def repair_and_resume(home: Path, served: Served, api: Api) -> tuple[float, dict
 
 def measure(api: Api, served: Served, variant: str, *, full_loop: bool, timeout: float) -> Sample:
     """Steps 2–4 of the module docstring on a session that serve.py already serves."""
-    first_recheck_done(api, served, timeout)
+    reacting(served, timeout)
     t0 = time.time()
     publish(served.feed, "argon2-cffi", ADVISORY_TEXT)
     resume = resume_after(api, served, t0, timeout)
@@ -344,7 +362,7 @@ def demo_loop(workdir: Path, *, ui: bool = True, interval: float = 5.0, timeout:
         api = Api(info.api_url)
         served = serve_session(home, workdir, interval=interval, trigger="run-deployment", poll=None)
         try:
-            first_recheck_done(api, served, timeout)
+            reacting(served, timeout)
             t0 = time.time()
             publish(served.feed, "argon2-cffi", ADVISORY_TEXT)
             blocked = resume_after(api, served, t0, timeout)
@@ -386,9 +404,11 @@ def report(samples: list[Sample], variants: list[str]) -> None:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--repeat", type=int, default=3, help="repetitions of every variant (interleaved)")
-    parser.add_argument("--interval", type=float, default=5.0, help="serve.py --interval: the recheck schedule, s")
+    parser.add_argument("--interval", type=float, default=600.0, help="serve.py --interval: the safety-net schedule, s")
+    parser.add_argument("--react", type=float, default=0.1, help=f"{REACT_SETTING} of the tuned variant, s")
     parser.add_argument("--poll", type=int, default=1, help=f"{POLL_SETTING} of the tuned variant (whole seconds)")
     parser.add_argument("--triggers", default="run-deployment", help="comma-separated: run-deployment,automation")
+    parser.add_argument("--runner", action="store_true", help="also measure CONTEXTMESH_WARM_RUNS=0 (the runner)")
     parser.add_argument("--no-full-loop", action="store_true", help="skip repair + resume after the closure")
     parser.add_argument("--timeout", type=float, default=300.0, help="seconds to wait for any one step")
     parser.add_argument("--keep", action="store_true", help="keep the temporary directory (logs, sessions)")
@@ -396,8 +416,16 @@ def main() -> int:
     triggers = [t for t in args.triggers.split(",") if t]
     if not set(triggers) <= {"run-deployment", "automation"} or not triggers:
         parser.error(f"--triggers {args.triggers}: run-deployment and/or automation")
-    variants = [(t, p) for t in triggers for p in (None, args.poll)]
-    names = [f"{t} · {'default poll' if p is None else f'poll {p} s'}" for t, p in variants]
+    # (warm, runner poll, react): serve's defaults; tuned; and with --runner Prefect's runner doing the
+    # running (a subprocess per flow run) at its default poll and at --poll, for the side-by-side.
+    tunings: list[tuple[bool, int | None, float | None]] = [(True, None, None), (True, args.poll, args.react)]
+    if args.runner:
+        tunings += [(False, None, None), (False, args.poll, args.react)]
+    variants = [(t, w, p, r) for t in triggers for w, p, r in tunings]
+    names = [
+        f"{t} · {'warm' if w else 'runner'} · {'default' if p is None else f'react {r:g} s, poll {p} s'}"
+        for t, w, p, r in variants
+    ]
     workdir = Path(tempfile.mkdtemp(prefix="cm-bench-deployments-"))
     print(f"bench/deployments.py: serve.py --interval {args.interval:g}; variants {', '.join(names)}")
     print(f"load average before: {load_average()}")
@@ -407,14 +435,16 @@ def main() -> int:
             api = Api(info.api_url)
             _say(f"managed server {info.api_url} (home {workdir / 'home'})")
             for rep in range(args.repeat):
-                for (trigger, poll), name in zip(variants, names, strict=True):
+                for (trigger, warm, poll, react), name in zip(variants, names, strict=True):
                     served = serve_session(
                         workdir / "home",
                         workdir,
                         interval=args.interval,
                         trigger=trigger,
                         poll=poll,
-                        name=f"r{rep}-{trigger}-{poll or 'default'}",
+                        react=react,
+                        warm=warm,
+                        name=f"r{rep}-{trigger}-{'warm' if warm else 'runner'}-{poll or 'default'}",
                     )
                     try:
                         sample = measure(api, served, name, full_loop=not args.no_full_loop, timeout=args.timeout)

@@ -1,7 +1,7 @@
 """MCP latency: p50/p95 of ``mesh_ask`` over stdio and HTTP, for ``--demo``, ``--checkpoint never`` and
 ``every-ask`` side by side, with the in-process walk as the floor.
 
-    .venv/bin/python bench/mcp.py [--asks 200] [--warmup 20] [--skip-stdio] [--skip-http]
+    .venv/bin/python bench/mcp.py [--asks 200] [--warmup 20] [--skip-stdio] [--skip-http] [--nodes 100000]
 
 Each case starts ``deployments/serve_mcp.py`` (the launcher with the deployment's registry) as a
 subprocess and drives it with the MCP SDK's own ``Client`` — what an agent would use — timing each
@@ -11,7 +11,11 @@ The session cases serve a copy of the demo saved as a session (plan round 1 exec
 serves it read-only, ``every-ask`` commits one generation per ask (the full serialisation and
 fsyncs of a commit are the difference). The question mix is the demo's walk-round questions.
 
-Aim (issue 9): p50 ≤ 10 ms over HTTP without per-ask checkpoints.
+Aim (issue 9): p50 ≤ 10 ms over HTTP without per-ask checkpoints. Aim (issue 22): ``every-ask`` p50 at
+most 1.5× ``never``'s, at demo size and, with ``--nodes N``, on a generated session of N nodes
+(``generate_graph``, five edges a node, a resolver that knows every entity), served the same two ways
+over HTTP (raw keep-alive). Session v5 journals each ask's checkpoint: one segment of the moved
+counters and the resolver's new log records, and a manifest (ADR 0020).
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ import argparse
 import asyncio
 import http.client
 import json
+import os
 import shutil
 import sys
 import tempfile
@@ -38,7 +43,9 @@ from mcp_helpers import LAUNCHER, PYTHON, ROOT, ServerProcess  # noqa: E402 - af
 
 from contextmesh.demo.knowledge import round_questions  # noqa: E402 - after the sys.path fix above
 from contextmesh.demo.saved import demo_registry, save_demo_session  # noqa: E402 - after the sys.path fix above
+from contextmesh.knowledge.resolve import Resolver  # noqa: E402 - after the sys.path fix above
 from contextmesh.session.session import Session  # noqa: E402 - after the sys.path fix above
+from contextmesh.testing import generate_graph  # noqa: E402 - after the sys.path fix above
 
 AIM_HTTP_P50_MS = 10.0
 CASES = (("--demo", ["--demo"]), ("never", ["--checkpoint", "never"]), ("every-ask", []))
@@ -115,12 +122,62 @@ def _row(case: str, transport: str, timings: Timings, aim: float | None = None) 
     return [case, transport, timings.count, timings.p50, timings.p95, timings.max, verdict]
 
 
+class _SlowStart(ServerProcess):
+    """A server whose start loads a large session: wait longer for its URL."""
+
+    def _wait_for_url(self, timeout: float = 900.0) -> None:
+        super()._wait_for_url(timeout)
+
+
+def _scale_rows(base: Path, nodes: int, feed: Path, questions: list[str], warmup: int) -> list[list[object]]:
+    """``never`` and ``every-ask`` over HTTP on a generated session of ``nodes`` nodes."""
+    start = time.perf_counter()
+    graph = generate_graph(nodes)
+    resolver = Resolver()
+    for node in graph.by_type("entity"):
+        resolver.register(node.id, node.label)
+    template = base / f"scale-{nodes}"
+    Session.create(template, Session(graph, resolver, policy="never"))
+    del graph, resolver
+    print(f"built and saved a {nodes:,}-node session in {time.perf_counter() - start:.0f} s", file=sys.stderr)
+    rows: list[list[object]] = []
+    for case, extra in CASES[1:]:
+        target = base / f"scale-{case}"
+        shutil.rmtree(target, ignore_errors=True)
+        shutil.copytree(template, target)
+        with _SlowStart(["--session", str(target), *extra], env={"CONTEXTMESH_DEMO_FEED": str(feed)}) as server:
+            timings = _http_raw(server.port, questions, warmup)
+        rows.append(_row(f"{case} @ {nodes:,}", "HTTP (raw keep-alive)", timings))
+    return rows
+
+
+def _ratios(rows: list[list[object]]) -> list[str]:
+    """every-ask p50 against never's, per size: issue 22's aim is at most 1.5×."""
+    lines = []
+    for suffix in sorted({str(r[0]).partition(" @ ")[2] for r in rows if str(r[0]).startswith("never")}):
+        tag = f" @ {suffix}" if suffix else ""
+        pick = {
+            str(r[0]): float(str(r[3]))
+            for r in rows
+            if r[1] == "HTTP (raw keep-alive)" and str(r[0]) in (f"never{tag}", f"every-ask{tag}")
+        }
+        if len(pick) == 2:
+            ratio = pick[f"every-ask{tag}"] / pick[f"never{tag}"]
+            verdict = "met" if ratio <= 1.5 else "MISSED"
+            lines.append(
+                f"{suffix or 'demo'}: every-ask p50 {pick[f'every-ask{tag}']:.1f} ms = {ratio:.2f}× never's "
+                f"{pick[f'never{tag}']:.1f} ms (aim ≤ 1.5×): {verdict}"
+            )
+    return lines
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--asks", type=int, default=200)
     parser.add_argument("--warmup", type=int, default=20)
     parser.add_argument("--skip-stdio", action="store_true")
     parser.add_argument("--skip-http", action="store_true")
+    parser.add_argument("--nodes", type=int, default=0, help="also serve a generated session of this many nodes")
     args = parser.parse_args(argv)
     mix = round_questions()
     questions = [mix[i % len(mix)] for i in range(args.warmup + args.asks)]
@@ -153,6 +210,8 @@ def main(argv: list[str] | None = None) -> int:
                     rows.append(
                         _row(case, "HTTP (raw keep-alive)", _http_raw(server.port, questions, args.warmup), aim)
                     )
+        if args.nodes:
+            rows += _scale_rows(base, args.nodes, feed, questions, args.warmup)
     print(
         f"\n== mesh_ask latency, {args.asks} timed asks per row after {args.warmup} warm-up (demo walk-round questions)"
     )
@@ -162,6 +221,9 @@ def main(argv: list[str] | None = None) -> int:
     if every and never:
         extra = float(str(every[0][3])) - float(str(never[0][3]))
         print(f"every-ask costs {extra:.1f} ms more per ask at p50 over HTTP (one commit per ask)")
+    for line in _ratios(rows):
+        print(line)
+    print(f"load average at the end {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs")
     return 0
 
 

@@ -1,4 +1,4 @@
-"""Session commits: time and bytes written, for a full commit and a telemetry-only commit; the commit hook.
+"""Session commits: time and bytes written for a full, an evidence and a telemetry-only commit; the commit hook.
 
     .venv/bin/python bench/session.py [--nodes 100000] [--repeat 5] [--dir DIR] [--skip-scale]
         [--hook-entries 100000]
@@ -10,16 +10,21 @@ Two sessions, side by side:
 * **scale** — ``generate_graph(nodes)`` (default 100,000 nodes, 500,000 edges, embeddings on) with a
   ``Resolver`` that registers every entity under its label; no plan.
 
-For each: a **full commit** (``Session.create`` into an empty directory: every companion written)
-and a **telemetry-only commit** (one node's ``walks`` bumped, then ``Session.commit``). Times are
-wall-clock p50 over ``--repeat`` runs and include dumping the companions (``Session.companions``,
-shown separately as "dump") and writing them with every fsync. Aims: demo ≤ 50 ms and scale
-≤ 5 s for a full commit.
+For each: a **full commit** (``Session.create`` into an empty directory: every companion written),
+an **evidence commit** (one evidence node added with three edges — it supports one claim,
+contradicts another, and a third claim is justified by it — then ``Session.commit``) and a
+**telemetry-only commit** (one node's walk counter moved through ``record_walk``, then
+``Session.commit``). Times are wall-clock p50 over ``--repeat`` runs and include preparing what the
+commit writes (shown separately as "prepare": ``Session.companions`` for a full commit,
+``Session.commit_payload`` for the others) and writing it with every fsync. Aims: demo ≤ 50 ms and
+scale ≤ 5 s for a full commit; for an evidence or telemetry-only commit (issue 22, ADR 0020), at
+most 1 % of the generation's bytes written and at most 3× the demo's full commit of the same run.
 
-What the telemetry-only row shows: telemetry (``walks``, ``traversals``) lives in its own small
-companion (the graph companion carries the counters as 0), so bumping one counter rewrites only the
-telemetry file and the manifest — the graph, resolver, plan and ledger files are reused under their
-content address. The "written" column says what fraction of the generation's bytes that is.
+Session v5 journals a commit: the graph, telemetry and resolver companions are a snapshot carried
+from generation to generation, and a commit writes one segment of what changed (the new or altered
+records, the moved counters, the resolver's appended aliases and log records) and a manifest. The
+"written" column says what fraction of the generation's bytes (every companion the new manifest
+names) that is.
 
 **The commit hook** (``session-v4.md`` §5, ADR 0012): a commit that records one ledger entry, without
 a key and with one, side by side, on the demo's ledger and on one grown to ``--hook-entries``
@@ -31,6 +36,7 @@ again under the lock (rule C10), and the Ed25519 signature of the checkpoint.
 from __future__ import annotations
 
 import argparse
+import itertools
 import os
 import shutil
 import sys
@@ -49,6 +55,7 @@ from contextmesh.formats.signed_note import NoteSigner
 from contextmesh.knowledge.resolve import Resolver
 from contextmesh.session.heads import previous_for_commit, sign_head
 from contextmesh.session.ledger_tree import seal_ledger
+from contextmesh.session.load import read_manifest
 from contextmesh.session.session import Session
 from contextmesh.testing import generate_graph
 
@@ -92,11 +99,44 @@ def _p50(samples: list[float]) -> float:
 
 def _generation_bytes(session: Session) -> int:
     """Bytes of every companion the newest generation names (the manifest excluded)."""
-    return sum(len(data) for data in session.companions().values())
+    assert session.directory is not None
+    manifest = read_manifest(session.directory, session.generation)
+    return sum(companion.bytes for companion in manifest.companions().values())
+
+
+def add_evidence(session: Session, run: int) -> None:
+    """One evidence node and its three edges, through the graph's own writes."""
+    graph = session.graph
+    claims = list(itertools.islice((node.id for node in graph.nodes.values() if node.type == "claim"), 3))
+    evidence = graph.add_node("evidence", f"bench observation {run}", attrs={"kind": "observation"})
+    graph.add_edge(evidence.id, "supports", claims[0])
+    graph.add_edge(evidence.id, "contradicts", claims[1])
+    graph.add_edge(claims[2], "justified_by", evidence.id)
+
+
+def _small_commits(name: str, session: Session, repeat: int, total: int, kind: str) -> Row:
+    """``repeat`` commits of one evidence node, or of one moved counter, into the session's directory."""
+    nodes, edges = len(session.graph), len(session.graph.edges)
+    node = next(iter(session.graph.nodes))
+    times, prepare, written = [], [], 0
+    for run in range(repeat):
+        if kind == "evidence":
+            add_evidence(session, run)
+        else:
+            session.graph.record_walk([node], [])
+        start = time.perf_counter()
+        session.commit_payload()
+        prepare.append((time.perf_counter() - start) * 1000)
+        before = session.bytes_written
+        start = time.perf_counter()
+        session.commit()
+        times.append((time.perf_counter() - start) * 1000)
+        written = session.bytes_written - before
+    return Row(name, nodes, edges, kind, _p50(times), _p50(prepare), written, _generation_bytes(session), None)
 
 
 def measure(name: str, session: Session, root: Path, repeat: int) -> list[Row]:
-    """A full commit ``repeat`` times into fresh directories, then ``repeat`` telemetry-only commits."""
+    """A full commit ``repeat`` times into fresh directories, then ``repeat`` evidence and telemetry-only commits."""
     nodes, edges = len(session.graph), len(session.graph.edges)
     full_ms, dump_ms, full_written = [], [], 0
     for run in range(repeat):
@@ -113,21 +153,27 @@ def measure(name: str, session: Session, root: Path, repeat: int) -> list[Row]:
             shutil.rmtree(directory)
     total = _generation_bytes(session)
     rows = [Row(name, nodes, edges, "full", _p50(full_ms), _p50(dump_ms), full_written, total, AIM_FULL_MS[name])]
-
-    node = next(iter(session.graph.nodes.values()))
-    tele_ms, tele_dump, tele_written = [], [], 0
-    for _ in range(repeat):
-        node.walks += 1
-        start = time.perf_counter()
-        session.companions()
-        tele_dump.append((time.perf_counter() - start) * 1000)
-        before = session.bytes_written
-        start = time.perf_counter()
-        session.commit()
-        tele_ms.append((time.perf_counter() - start) * 1000)
-        tele_written = session.bytes_written - before
-    rows.append(Row(name, nodes, edges, "telemetry-only", _p50(tele_ms), _p50(tele_dump), tele_written, total, None))
+    rows.append(_small_commits(name, session, repeat, total, "evidence"))
+    rows.append(_small_commits(name, session, repeat, total, "telemetry-only"))
     return rows
+
+
+def judge(rows: list[Row]) -> list[str]:
+    """Issue 22's aims for the small commits: ≤ 1 % of the generation's bytes, ≤ 3× the demo's full commit."""
+    demo_full = next(row.time_ms for row in rows if row.session == "demo" and row.commit == "full")
+    lines = []
+    for row in rows:
+        if row.commit == "full":
+            continue
+        share = row.written / row.total
+        ratio = row.time_ms / demo_full
+        verdict = "met" if share <= 0.01 and ratio <= 3.0 else "MISSED"
+        lines.append(
+            f"{row.session} {row.commit} commit at {row.nodes:,} nodes: wrote {row.written:,} of {row.total:,} bytes "
+            f"({share:.4%}, aim ≤ 1 %), {row.time_ms:.1f} ms = {ratio:.2f}× the demo's full commit "
+            f"({demo_full:.1f} ms, aim ≤ 3×): {verdict}"
+        )
+    return lines
 
 
 @dataclass
@@ -257,7 +303,7 @@ def main(argv: list[str] | None = None) -> int:
             "edges",
             "commit",
             "p50 ms",
-            "dump ms",
+            "prepare ms",
             "bytes written",
             "generation bytes",
             "written",
@@ -268,13 +314,12 @@ def main(argv: list[str] | None = None) -> int:
         f"load average at the end {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs)",
     )
     print()
-    for row in rows:
-        if row.commit == "telemetry-only":
-            print(
-                f"{row.session}: a telemetry-only commit wrote {row.written:,} of {row.total:,} bytes "
-                f"({row.written / row.total:.4%}) — the telemetry companion and the manifest; the graph, "
-                "resolver, plan and ledger files were reused under their content address."
-            )
+    for line in judge(rows):
+        print(line)
+    print(
+        "An evidence or telemetry-only commit writes one journal segment and the manifest (and the plan and "
+        "ledger when they changed); the graph, telemetry and resolver snapshot is carried under its content address."
+    )
     print()
     print_table(
         ["ledger entries", "signed", "commit p50 ms", "tree head µs", "C10 re-read µs", "signature µs"],

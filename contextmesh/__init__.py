@@ -53,7 +53,9 @@ if TYPE_CHECKING:
     from contextmesh.execution.in_process import InProcessExecutor
     from contextmesh.execution.plan import Plan
     from contextmesh.execution.reports import RecheckReport, RoundReport
+    from contextmesh.execution.rerun import RerunError, RerunPreview
     from contextmesh.execution.task_registry import RegistryError, TaskRegistry
+    from contextmesh.execution.watch import WatchContext, WatchError
     from contextmesh.formats.signed_note import NoteSigner, NoteVerifier
     from contextmesh.knowledge.corpus import Corpus, CorpusError, Sidecar, load_corpus, load_sidecar
     from contextmesh.knowledge.decoding import DocumentError
@@ -118,6 +120,8 @@ __all__ = [
     "Provenance",
     "RecheckReport",
     "RegistryError",
+    "RerunError",
+    "RerunPreview",
     "RoundReport",
     "RunContext",
     "Session",
@@ -134,6 +138,8 @@ __all__ = [
     "Walk",
     "Walker",
     "WalkerSettings",
+    "WatchContext",
+    "WatchError",
     "blast_radius",
     "build_graph",
     "contextmesh_home",
@@ -208,6 +214,10 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "TemporalError": ("contextmesh.belief.temporal", "TemporalError"),
     "Verdict": ("contextmesh.execution.context", "Verdict"),
     "Walk": ("contextmesh.knowledge.traverse", "Walk"),
+    "WatchContext": ("contextmesh.execution.watch", "WatchContext"),
+    "WatchError": ("contextmesh.execution.watch", "WatchError"),
+    "RerunError": ("contextmesh.execution.rerun", "RerunError"),
+    "RerunPreview": ("contextmesh.execution.rerun", "RerunPreview"),
     "Walker": ("contextmesh.knowledge.traverse", "Walker"),
     "WalkerSettings": ("contextmesh.knowledge.traverse", "WalkerSettings"),
     "blast_radius": ("contextmesh.belief.invalidation", "blast_radius"),

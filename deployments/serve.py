@@ -28,6 +28,7 @@ import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
@@ -101,13 +102,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     os.environ["PREFECT_API_URL"] = api_url  # before Prefect is imported: the runner's subprocesses inherit it
     os.chdir(ROOT)  # the runner starts each flow run here: entrypoints are flows/<name>.py
 
-    from datetime import timedelta  # noqa: PLC0415
-
     from prefect import serve  # noqa: PLC0415
     from prefect.client.schemas.objects import ConcurrencyLimitConfig, ConcurrencyLimitStrategy  # noqa: PLC0415
     from prefect.events import DeploymentEventTrigger  # noqa: PLC0415
 
     from contextmesh.orchestration.flow_bodies import peek  # noqa: PLC0415
+    from contextmesh.orchestration.recheck_schedules import recheck_schedules  # noqa: PLC0415
     from flows.plan_flow import plan  # noqa: PLC0415
     from flows.recheck_flow import recheck  # noqa: PLC0415
     from flows.repair_flow import repair  # noqa: PLC0415
@@ -134,7 +134,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         plan.to_deployment(name="plan", parameters={**base, "mode": "run"}, tags=tags, triggers=triggers or None),
         recheck.to_deployment(
             name="recheck",
-            interval=timedelta(seconds=args.interval),
+            schedules=recheck_schedules(args.interval),  # and a full recheck every 10 intervals (ADR 0019)
             parameters={**base, "resume_deployment": PLAN if args.trigger == "run-deployment" else ""},
             tags=tags,
             # A recheck that comes due while one runs is turned away, not queued: a backlog of rechecks
@@ -147,18 +147,50 @@ def main(argv: Sequence[str] | None = None) -> int:
     record = served.ServedRecord(
         session_id, str(session_dir), api_url, PLAN, RECHECK, REPAIR, args.trigger, os.getpid()
     )
-    for deployment in deployments:
-        # Registered before the served record appears, so a CLI or MCP dispatch that reads the record
-        # finds the deployments; serve() applies them again (an upsert) when its runner starts.
-        deployment.apply()
+    from contextmesh.orchestration.reactor import RUNNER_POLL_WHEN_WARM, Reactor, react_seconds, reacts, warm_runs  # noqa: PLC0415
+
+    try:
+        tick, warm, react = react_seconds(), warm_runs(), reacts()
+    except ContextMeshError as exc:
+        _say(str(exc))
+        return 1
+    # Registered before the served record appears, so a CLI or MCP dispatch that reads the record
+    # finds the deployments; serve() applies them again (an upsert) when its runner starts.
+    ids = {
+        role: deployment.apply() for role, deployment in zip(("plan", "recheck", "repair"), deployments, strict=True)
+    }
+    # The served process itself reacts (ADR 0017): new evidence or a changed feed starts a recheck at
+    # once, and every due run of these deployments runs here, warm, instead of in a fresh subprocess.
+    reactor = Reactor(
+        session_id=session_id,
+        session_dir=session_dir,
+        api_url=api_url,
+        flows={"plan": plan, "recheck": recheck, "repair": repair},
+        deployments=ids,
+        files=[Path(feed)] if feed else [],
+        interval=args.interval,
+        say=_say,
+        limit=args.limit,
+        tick=tick,
+        warm=warm,
+        react=react,
+    )
     served.remember(record)
-    _say(f"serving session {session_id} ({session_dir}) on {api_url}; recheck every {args.interval:g} s")
+    reactor.start()
+    watching = f"evidence arrives or {Path(feed).name} changes" if feed else "evidence arrives"
+    _say(
+        f"serving session {session_id} ({session_dir}) on {api_url}; a recheck starts when {watching}, "
+        f"and every {args.interval:g} s"
+    )
     try:
         # prefetch_seconds=0: the runner proposes Pending when it fetches a run, and the recheck limit
         # is checked then, so a recheck fetched 10 s early (Prefect's default) was turned away while
         # the slot would have been free by its due time (ADR 0016). On-demand runs are due at once.
-        serve(*deployments, limit=args.limit, print_starting_message=False, prefetch_seconds=0)
+        # With warm runs the reactor runs every due run; the runner keeps the schedules (ADR 0017).
+        runner_poll: dict[str, Any] = {"query_seconds": RUNNER_POLL_WHEN_WARM} if warm else {}
+        serve(*deployments, limit=args.limit, print_starting_message=False, prefetch_seconds=0, **runner_poll)
     finally:
+        reactor.stop()
         served.forget(session_id, pid=os.getpid())
         if args.trigger == "automation":
             _delete_automations(automation_name(session_id))

@@ -16,6 +16,13 @@ from registry import build_registry
 
 
 @flow(**plan_flow_options())
-def plan(session_dir: str, mode: Mode = "run", feed: str | None = None) -> State[Any]:
-    """Run (every ready task) or resume (only stale and pending work) one round of the session's plan."""
-    return run_plan_round(session_dir, mode, build_registry(feed))
+def plan(
+    session_dir: str,
+    mode: Mode = "run",
+    feed: str | None = None,
+    rerun_from: str | None = None,
+    asked_by: str = "",
+) -> State[Any]:
+    """Run (every ready task), resume (only stale and pending work) or rerun (mode "rerun": rerun_from's
+    closure) one round of the session's plan."""
+    return run_plan_round(session_dir, mode, build_registry(feed), rerun_from=rerun_from, asked_by=asked_by)

@@ -20,7 +20,10 @@ PLAN_DEPLOYMENT = "contextmesh-plan/plan"
 
 
 @flow(**recheck_flow_options())
-def recheck(session_dir: str, feed: str | None = None, resume_deployment: str = PLAN_DEPLOYMENT) -> State[Any]:
-    """Run every standing auditor of the session's plan; on a disproof, commit, announce, resume."""
+def recheck(
+    session_dir: str, feed: str | None = None, resume_deployment: str = PLAN_DEPLOYMENT, full: bool = False
+) -> State[Any]:
+    """Run the session's auditors whose watched slice changed (full: every one); on a disproof, commit,
+    announce, resume."""
     trigger = ResumeTrigger(resume_deployment, {"feed": feed} if feed else {}) if resume_deployment else None
-    return run_recheck(session_dir, build_registry(feed), resume=trigger)
+    return run_recheck(session_dir, build_registry(feed), resume=trigger, full=full)

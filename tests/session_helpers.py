@@ -48,6 +48,7 @@ from contextmesh.session.session import Session
 
 __all__ = [
     "COMMIT_STEPS",
+    "JOURNAL_STEPS",
     "PREAMBLE",
     "QUESTIONS",
     "TESTS_DIR",
@@ -98,6 +99,17 @@ COMMIT_STEPS = (
     "sweep-started",
     "sweep-midway",
     "sweep-finished",
+)
+# A journalled commit (ADR 0020): the snapshot is carried; the plan, the ledger and one segment are written.
+JOURNAL_STEPS = (
+    "save-started",
+    "companion-written:execution",
+    "companion-renamed:execution",
+    "companion-written:runledger",
+    "companion-renamed:runledger",
+    "companion-written:journal",
+    "companion-renamed:journal",
+    *COMMIT_STEPS[COMMIT_STEPS.index("manifest-written") :],
 )
 
 
@@ -154,8 +166,8 @@ def touch_all(session: Session, tick: int) -> None:
     round and the ledger (the graph companion holds no counters, so telemetry alone leaves it alone)."""
     assert session.runner is not None
     session.graph.next_build()
-    nodes = list(session.graph.nodes.values())
-    nodes[tick % len(nodes)].walks += 1
+    nodes = list(session.graph.nodes)
+    session.graph.record_walk([nodes[tick % len(nodes)]], [])
     session.resolver.resolve(f"c{tick % 4:04d}")
     session.runner.round += 1
     session.runner.ledger.record("audited", round=session.runner.round, detail=f"tick {tick}")

@@ -16,10 +16,21 @@ import xdist_units
 
 
 @dataclass
+class _Def:
+    baseid: str
+
+
+@dataclass
+class _Info:
+    name2fixturedefs: dict[str, list[_Def]]
+
+
+@dataclass
 class _Item:
     nodeid: str
     fixturenames: tuple[str, ...] = ()
     markers: tuple[str, ...] = ()
+    _fixtureinfo: _Info | None = None
 
     def get_closest_marker(self, name: str) -> object | None:
         return name if name in self.markers else None
@@ -38,6 +49,11 @@ COLLECTION = [
     _Item("tests/mcp/test_dispatch.py::test_served", fixturenames=("prefect_api",)),
     _Item("tests/deployments/test_pg.py::test_deploy", fixturenames=("prefect_api", "pg_url")),
     _Item("tests/orchestration/test_rounds.py::test_round", fixturenames=("prefect_api",)),
+    _Item(  # defines prefect_api itself: a server configuration of its own
+        "tests/orchestration/test_explain.py::test_ui",
+        fixturenames=("prefect_api",),
+        _fixtureinfo=_Info({"prefect_api": [_Def("tests"), _Def("tests/orchestration/test_explain.py")]}),
+    ),
     _Item("tests/z/test_last.py::test_two"),
 ]
 
@@ -55,11 +71,12 @@ def test_each_server_configuration_is_one_unit_and_a_module_joins_its_server_who
     assert units["tests/mcp/test_dispatch.py::test_served"] == "prefect-sqlite"
     assert units["tests/orchestration/test_rounds.py::test_round"] == "prefect-sqlite"
     assert units["tests/deployments/test_pg.py::test_deploy"] == "prefect-postgres"  # pg_url wins over prefect_api
+    assert units["tests/orchestration/test_explain.py::test_ui"] == "tests/orchestration/test_explain.py"
     assert units["tests/a/test_slow.py::test_fast"] == "tests/a/test_slow.py"
     assert set(units) == {i.nodeid for i in COLLECTION}
 
 
-def test_server_units_go_first_then_modules_with_a_slow_test_then_the_rest_in_collection_order(
+def test_server_units_go_first_then_own_server_modules_then_modules_with_a_slow_test_then_the_rest(
     tmp_path: Path,
 ) -> None:
     order, _ = _ordered(tmp_path)
@@ -68,6 +85,7 @@ def test_server_units_go_first_then_modules_with_a_slow_test_then_the_rest_in_co
         "tests/mcp/test_dispatch.py::test_served",
         "tests/orchestration/test_rounds.py::test_round",
         "tests/deployments/test_pg.py::test_deploy",
+        "tests/orchestration/test_explain.py::test_ui",
         "tests/a/test_slow.py::test_fast",
         "tests/a/test_slow.py::test_slow",
         "tests/a/test_plain.py::test_one",

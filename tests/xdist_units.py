@@ -7,8 +7,13 @@ whole units, and this module decides what a unit is:
   their order, as in a serial run;
 * every module whose tests use a Prefect server (``prefect_api``; ``pg_url`` for the one on
   PostgreSQL) joins that server's unit, so each server configuration starts once in the whole run;
-* the server units are handed out first: they take longest; then the modules holding a test
-  marked ``slow``, so that no long module starts last and runs alone at the end.
+* a module that defines its own ``prefect_api`` (a server configuration only it uses, such as
+  ``tests/orchestration/test_runs_explain.py``'s server with the UI) is a unit of its own: it
+  needs nothing from the shared server, so it runs beside that server's unit on another worker
+  instead of adding its whole length to it;
+* the server units are handed out first: they take longest; then the modules with their own
+  server, then the modules holding a test marked ``slow``, so that no long module starts last and
+  runs alone at the end.
 
 Only the workers see the tests' fixtures, so each worker writes the unit of every node id to a file
 the controller named (``workerinput``), and the controller's scheduler reads it when it splits the
@@ -58,21 +63,34 @@ def configure_node(node: Any) -> None:
     node.workerinput[_INPUT] = str(node.config.stash[_DIRECTORY])
 
 
+def _own_server(item: Any, fixture: str) -> bool:
+    """True when ``item``'s module defines ``fixture`` itself (a server configuration of its own)."""
+    info = getattr(item, "_fixtureinfo", None)
+    defs = info.name2fixturedefs.get(fixture) if info is not None else None
+    return bool(defs) and str(defs[-1].baseid) == _module(item.nodeid)
+
+
 def order_and_record(config: pytest.Config, items: list[pytest.Item]) -> None:
     """On a worker: put the server units first and write every node id's unit for the controller."""
     where = getattr(config, "workerinput", {}).get(_INPUT)
     if where is None:
         return
     units: dict[str, str] = {}
+    own: set[str] = set()
     for item in items:
         names = set(getattr(item, "fixturenames", ()))
-        server = next((unit for fixture, unit in SERVER_UNITS.items() if fixture in names), None)
+        fixture = next((name for name in SERVER_UNITS if name in names), None)
+        server = None if fixture is None else SERVER_UNITS[fixture]
+        if fixture is not None and _own_server(item, fixture):
+            server = _module(item.nodeid)
+            own.add(server)
         if server is not None or _module(item.nodeid) not in units:
             units[_module(item.nodeid)] = server or _module(item.nodeid)
     slow = {_module(item.nodeid) for item in items if item.get_closest_marker("slow") is not None}
     rank = {unit: index for index, unit in enumerate(SERVER_ORDER)}
-    rank.update({unit: len(SERVER_ORDER) for unit in sorted(slow) if unit not in rank})  # after the servers
-    rest = len(SERVER_ORDER) + 1
+    rank.update({unit: len(SERVER_ORDER) for unit in sorted(own)})  # after the shared servers
+    rank.update({unit: len(SERVER_ORDER) + 1 for unit in sorted(slow) if unit not in rank})
+    rest = len(SERVER_ORDER) + 2
     items.sort(key=lambda item: rank.get(units[_module(item.nodeid)], rest))  # stable: order kept within
     target = Path(where) / f"units-{config.workerinput['workerid']}.json"  # type: ignore[attr-defined]
     scratch = target.with_suffix(".tmp")

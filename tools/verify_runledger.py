@@ -40,7 +40,20 @@ MAX_DEPTH = 254
 TOP_FIELDS = ("schema", "version", "head", "entries")
 ENTRY_FIELDS = ("seq", "round", "event", "task", "decision_id", "key", "detail", "receipt", "run", "previous", "digest")
 RUN_FIELDS = ("flow_run_id", "task_run_id")
-EVENTS = ("executed", "audited", "disproved", "invalidated", "repaired", "cached", "blocked", "failed", "audit_error")
+EVENTS = (
+    "executed",
+    "audited",
+    "disproved",
+    "invalidated",
+    "repaired",
+    "cached",
+    "blocked",
+    "failed",
+    "audit_error",
+    "revalidated",
+    "fact_changed",
+    "requested",
+)
 HEX64 = re.compile(r"[0-9a-f]{64}")
 
 

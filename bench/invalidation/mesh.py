@@ -11,9 +11,15 @@ auditors, each of which disproves its ground by citing the observation that cont
 tasks whose ground was rejected are **repaired** onto ``fact <f> is <new value>`` (an engine call,
 committed by compare-and-swap), and the **plan flow resumes**: only the stale tasks execute.
 
+Early cutoff is on (ADR 0018): a stale task whose inputs come back unchanged is revalidated, not
+re-run. A second session declares the same plan with workers that make their undeclared read
+through ``ctx.read`` (the *tracked* variant of case (b)): the resume's round re-reads those facts
+and re-runs exactly their readers.
+
 What it reports besides the counts: whether every task that fell carries a reason chain starting
-at its rejected assumption, and whether the session's run ledger — with the disproof receipts in
-it — verifies under ``tools/verify_runledger.py`` (stdlib only) at the head the manifest names.
+at its rejected assumption (or, for a tracked read, at the fact), and whether the session's run
+ledger — with the disproof receipts in it — verifies under ``tools/verify_runledger.py`` (stdlib
+only) at the head the manifest names.
 """
 
 from __future__ import annotations
@@ -41,7 +47,9 @@ from invalidation.world import WorldPlan, evaluate, parse_statement, statement
 
 PLAN = "invalidation-bench"
 WORKER_KEY = "bench.invalidation.work.v1"
+TRACKED_WORKER_KEY = "bench.invalidation.work-tracked.v1"
 AUDITOR_KEY = "bench.invalidation.audit-fact.v1"
+FACT_SOURCE = "bench.invalidation.world.v1"
 VERIFIER = Path(__file__).resolve().parents[2] / "tools" / "verify_runledger.py"
 
 
@@ -74,6 +82,37 @@ def worker(plan: WorldPlan, world: Mapping[str, int], calls: Calls, delay: float
     return work
 
 
+class _ThroughContext(Mapping[str, int]):
+    """The world as a worker sees it through ``ctx.read``: each lookup is a tracked read."""
+
+    def __init__(self, ctx: RunContext) -> None:
+        self.ctx = ctx
+
+    def __getitem__(self, fact: str) -> int:
+        value: int = self.ctx.read(FACT_SOURCE, fact)
+        return value
+
+    def __iter__(self) -> Any:
+        raise TypeError("a tracked world is read fact by fact")
+
+    def __len__(self) -> int:
+        raise TypeError("a tracked world is read fact by fact")
+
+
+def tracked_worker(
+    plan: WorldPlan, world: Mapping[str, int], calls: Calls, delay: float
+) -> Callable[[RunContext], Any]:
+    """The same task function, its undeclared read made through ``ctx.read`` (the declared one is the
+    task's assumption, which the auditor checks, so it stays a plain read)."""
+
+    def work(ctx: RunContext) -> dict[str, str]:
+        time.sleep(delay)
+        calls.add(ctx.task)
+        return evaluate(plan.spec(ctx.task), world, dict(ctx.inputs), undeclared_world=_ThroughContext(ctx))
+
+    return work
+
+
 def fact_auditor(ctx: AuditContext) -> Verdict:
     """Disprove ``fact <f> is <v>`` by citing a submitted observation of ``f`` with another value."""
     fact, value = parse_statement(ctx.assumption)
@@ -85,22 +124,26 @@ def fact_auditor(ctx: AuditContext) -> Verdict:
 
 
 def registry_for(plan: WorldPlan, world: Mapping[str, int], calls: Calls, delay: float) -> TaskRegistry:
-    """The deployment's table for this plan: one worker key, one auditor key."""
+    """The deployment's table for this plan: the worker (plain and tracked), the fact auditor and
+    the world as a fact source."""
     registry = TaskRegistry()
     registry.register_worker(WORKER_KEY, worker(plan, world, calls, delay))
+    registry.register_worker(TRACKED_WORKER_KEY, tracked_worker(plan, world, calls, delay))
     registry.register_auditor(AUDITOR_KEY, fact_auditor)
+    registry.register_fact(FACT_SOURCE, lambda fact: world[fact])
     return registry
 
 
-def declare(runner: Plan, plan: WorldPlan) -> None:
+def declare(runner: Plan, plan: WorldPlan, *, tracked: bool = False) -> None:
     """Declare every task of ``plan`` on ``runner`` with the same dependency information the plain
-    contender gets: its assumption (one fact) and its needs."""
+    contender gets: its assumption (one fact) and its needs. ``tracked``: the workers make their
+    undeclared reads through ``ctx.read``, which the engine records (the plain contender has no way to)."""
     audited: set[str] = set()
     for spec in plan.tasks:
         runner.task(
             spec.name,
             assumes=statement(spec.fact, plan.world[spec.fact]),
-            worker_key=WORKER_KEY,
+            worker_key=TRACKED_WORKER_KEY if tracked else WORKER_KEY,
             auditor_key=None if spec.fact in audited else AUDITOR_KEY,
             needs=spec.needs,
             produces=[f"artefact of {spec.name}"],
@@ -108,10 +151,10 @@ def declare(runner: Plan, plan: WorldPlan) -> None:
         audited.add(spec.fact)
 
 
-def create_session(directory: Path, plan: WorldPlan, registry: TaskRegistry) -> None:
+def create_session(directory: Path, plan: WorldPlan, registry: TaskRegistry, *, tracked: bool = False) -> None:
     """A new session directory holding the declared plan (nothing run)."""
     runner = Plan(PLAN, ContextGraph(), registry=registry)
-    declare(runner, plan)
+    declare(runner, plan, tracked=tracked)
     Session.create(directory, Session(runner.graph, Resolver(), runner=runner, registry=registry))
 
 
@@ -136,6 +179,9 @@ class MeshRerun:
     seconds: dict[str, float] = field(default_factory=dict)
     task_runs: int = 0
     cpu: float = 0.0
+    revalidated: int = 0
+    fact_fallen: int = 0
+    fact_explained: int = 0
 
     @property
     def wall(self) -> float:
@@ -230,6 +276,12 @@ def rerun(
     )
     ok, message, ledger = verify_ledger(directory)
     receipts = sum(1 for entry in ledger["entries"] if entry["event"] == "disproved" and entry["receipt"])
+    # Tasks that fell at the resume's start because a fact they read through ctx.read changed.
+    by_fact = [
+        e
+        for e in ledger["entries"]
+        if e["event"] == "invalidated" and e["round"] == resumed["round"] and e["task"] is not None
+    ]
     return MeshRerun(
         executed,
         served(directory, registry),
@@ -241,4 +293,7 @@ def rerun(
         seconds,
         checked["task_runs"] + resumed["task_runs"],
         cpu,
+        len(resumed["report"].get("revalidated", {})),
+        len(by_fact),
+        sum(1 for e in by_fact if e["detail"].startswith(f"fact {FACT_SOURCE}:")),
     )

@@ -7,9 +7,10 @@ the benchmark owns (Prefect's local storage path pointed at a temporary director
 user's home).
 The parameters are the task's name, the outputs of the tasks it needs (the indirect reads, as data)
 and **an assumption version threaded by hand**: each task gets the version of the one fact it
-declares. A world change bumps the version of every changed fact and the whole flow runs again:
-a task re-executes when its version or one of its inputs changed, and is served from the cache
-otherwise — which also means a task re-run to an unchanged output stops the cascade there.
+declares. A world change bumps the version of every fact whose value changed and the whole flow
+runs again: a task re-executes when its version or one of its inputs changed, and is served from
+the cache otherwise — which is Prefect's own early cutoff: a task re-run to an unchanged output
+stops the cascade there, because its dependents' cache keys are unchanged.
 
 Counts come from the task function's own calls (a cache hit never calls it).
 """
@@ -59,9 +60,13 @@ def make_flow(plan: WorldPlan, world: Mapping[str, int], calls: Calls, delay: fl
     return plain_plan
 
 
-def bump(versions: Mapping[str, int], change: Mapping[str, int]) -> dict[str, int]:
-    """The careful user's step: every fact that changed gets the next version."""
-    return {fact: version + (1 if fact in change else 0) for fact, version in versions.items()}
+def bump(versions: Mapping[str, int], change: Mapping[str, int], world: Mapping[str, int]) -> dict[str, int]:
+    """The careful user's step: every fact whose value changed from ``world`` gets the next version
+    (a fact observed again at the value it had keeps its version, so nothing re-runs for it)."""
+    return {
+        fact: version + (1 if fact in change and change[fact] != world[fact] else 0)
+        for fact, version in versions.items()
+    }
 
 
 def run_flow(fl: Any, versions: Mapping[str, int], storage: Path) -> tuple[dict[str, dict[str, str]], str]:

@@ -1,13 +1,14 @@
 """The one table ``bench/run_all.py`` prints: every figure, both contenders side by side.
 
 Counts are exact (deterministic, checked identical in every repetition). Times are given for each
-of the three runs, with the ContextMesh / plain ratio of each run and its spread
-(max / min - 1), because the ratio, measured side by side in one run, is the figure that should
-reproduce; absolute seconds depend on the machine and on its neighbours.
+of the three runs, with the ContextMesh / plain ratio of each run, their median and their spread
+(±half of max / min - 1), because the ratio, measured side by side in one run, is the figure that
+should reproduce; absolute seconds depend on the machine and on its neighbours.
 """
 
 from __future__ import annotations
 
+import os
 from statistics import median
 from typing import Any
 
@@ -24,6 +25,10 @@ def _spread(values: list[float]) -> str:
 
 def _ratios(top: list[float], bottom: list[float]) -> list[float]:
     return [a / b for a, b in zip(top, bottom, strict=True)]
+
+
+def _ratio_note(ratios: list[float]) -> str:
+    return f"CM / plain {_runs(ratios)}, median {median(ratios):.2f} ({_spread(ratios)})"
 
 
 def _counts(counts: dict[str, int]) -> str:
@@ -51,7 +56,7 @@ def invalidation_rows(bench: BenchResult) -> list[list[str]]:
                 f"  rerun wall s ({runs} runs)",
                 _runs(walls_m),
                 _runs(walls_p),
-                f"CM / plain {_runs(ratios)} ({_spread(ratios)})",
+                _ratio_note(ratios),
             ]
         )
         cpu_m, cpu_p = result.cpu["ContextMesh"], result.cpu["plain Prefect"]
@@ -61,7 +66,7 @@ def invalidation_rows(bench: BenchResult) -> list[list[str]]:
                 f"  rerun CPU s, {who} ({runs} runs)",
                 _runs(cpu_m),
                 _runs(cpu_p),
-                f"CM / plain {_runs(cpu_ratios)} ({_spread(cpu_ratios)})",
+                _ratio_note(cpu_ratios),
             ]
         )
         steps = {k: median(step[k] for step in result.mesh_steps) for k in ("evidence", "recheck", "repair", "resume")}
@@ -70,9 +75,12 @@ def invalidation_rows(bench: BenchResult) -> list[list[str]]:
                 "  CM steps, median s",
                 " / ".join(f"{v:.2f}" for v in steps.values()),
                 "-",
-                f"evidence / recheck ({result.task_runs['ContextMesh']} task runs with the resume) / repair / resume",
+                f"evidence / recheck ({result.task_runs['ContextMesh']} task runs with the resume) / repair / resume; "
+                f"{result.revalidated} revalidated by early cutoff",
             ]
         )
+        if result.case.pending:
+            rows.append(["  not measured yet", "-", "-", result.case.pending])
     total_fallen = sum(r.fallen for r in bench.cases)
     total_explained = sum(r.explained for r in bench.cases)
     rows.append(
@@ -83,6 +91,16 @@ def invalidation_rows(bench: BenchResult) -> list[list[str]]:
             "chain from the rejected assumption to the task, per receipt",
         ]
     )
+    fact_fallen = sum(r.fact_fallen for r in bench.cases)
+    if fact_fallen:
+        rows.append(
+            [
+                "  fallen by a tracked read, chain through the fact",
+                f"{sum(r.fact_explained for r in bench.cases)} / {fact_fallen}",
+                "none kept",
+                "fact_changed, then one invalidated entry per fallen task, at the resume's start",
+            ]
+        )
     receipts = sum(r.receipts for r in bench.cases)
     verified = all(r.ledger_ok for r in bench.cases)
     rows.append(
@@ -93,6 +111,9 @@ def invalidation_rows(bench: BenchResult) -> list[list[str]]:
             "tools/verify_runledger.py (stdlib) at the manifest's head",
         ]
     )
+    if "load" in bench.settings:
+        start, end = bench.settings["load"]
+        rows.append(["load average (1 min), start / end", f"{start:.1f} / {end:.1f}", "-", f"{os.cpu_count()} CPUs"])
     full_m, full_p = bench.full["ContextMesh"], bench.full["plain Prefect"]
     rows.append(
         [

@@ -46,6 +46,9 @@ class CaseResult:
     ledger_message: str = ""
     mesh_steps: list[dict[str, float]] = field(default_factory=list)
     executed: dict[str, frozenset[str]] = field(default_factory=dict)
+    revalidated: int = 0
+    fact_fallen: int = 0
+    fact_explained: int = 0
 
 
 @dataclass
@@ -113,6 +116,7 @@ def run_bench(
     for both contenders against the server at ``api``."""
     from contextmesh.orchestration.flow_bodies import make_plan_flow, make_recheck_flow
 
+    load_start = os.getloadavg()[0]
     plan = generate(seed=seed, layers=layers, columns=columns)
     cases = [c for c in named_cases(plan) if only is None or c.key in only] + list(extra)
     results = [CaseResult(c, ground_truth(plan, plan.world, c.apply(plan.world))) for c in cases]
@@ -129,13 +133,9 @@ def run_bench(
         base = workdir / f"rep{rep}"
         base.mkdir(parents=True)
         mesh_base, plain_base = base / "mesh-baseline", base / "plain-baseline"
-        mesh.create_session(mesh_base, plan, registry)
-        start = time.perf_counter()
-        first = flows[0](session_dir=str(mesh_base), mode="run")
-        full["ContextMesh"].append(time.perf_counter() - start)
-        quiet(first["flow_run_id"], first["task_runs"])
-        if len(calls.take()) != len(plan.tasks) or mesh.served(mesh_base, registry) != old:
-            raise RuntimeError("the ContextMesh baseline did not run every task to the ground truth's outputs")
+        full["ContextMesh"].append(_mesh_baseline(mesh_base, plan, registry, calls, flows, quiet, old, tracked=False))
+        if any(r.case.tracked for r in results):
+            _mesh_baseline(base / "mesh-tracked-baseline", plan, registry, calls, flows, quiet, old, tracked=True)
         fl = plain.make_flow(plan, world, calls, delay, width)
         start = time.perf_counter()
         outputs, fid = plain.run_flow(fl, versions, plain_base)
@@ -174,8 +174,32 @@ def run_bench(
         "server_cpu": server_pid is not None,
         "coarse": len(plan.coarse),
         "undeclared_reads": sum(1 for s in plan.tasks if s.undeclared),
+        "load": (load_start, os.getloadavg()[0]),
     }
     return BenchResult(plan, results, full, settings)
+
+
+def _mesh_baseline(
+    directory: Path,
+    plan: WorldPlan,
+    registry: Any,
+    calls: mesh.Calls,
+    flows: tuple[Any, Any],
+    quiet: Callable[[str, int], None],
+    old: dict[str, Any],
+    *,
+    tracked: bool,
+) -> float:
+    """A new session run once by the plan flow on the starting world; the wall seconds of that run."""
+    mesh.create_session(directory, plan, registry, tracked=tracked)
+    start = time.perf_counter()
+    first = flows[0](session_dir=str(directory), mode="run")
+    seconds = time.perf_counter() - start
+    quiet(first["flow_run_id"], first["task_runs"])
+    if len(calls.take()) != len(plan.tasks) or mesh.served(directory, registry) != old:
+        which = "tracked " if tracked else ""
+        raise RuntimeError(f"the ContextMesh {which}baseline did not run every task to the ground truth's outputs")
+    return seconds
 
 
 def _mesh_case(
@@ -191,7 +215,7 @@ def _mesh_case(
     clock: Callable[[], float],
 ) -> None:
     directory = base / f"mesh-{result.case.key}"
-    shutil.copytree(mesh_base, directory)
+    shutil.copytree(base / "mesh-tracked-baseline" if result.case.tracked else mesh_base, directory)
     done = mesh.rerun(directory, plan, world, result.case.change, registry, calls, flows, quiet, clock)
     result.cpu["ContextMesh"].append(done.cpu)
     counted = score(result.truth, set(done.executed), done.served)
@@ -201,6 +225,13 @@ def _mesh_case(
     result.mesh_steps.append(done.seconds)
     result.task_runs["ContextMesh"] = done.task_runs
     result.fallen, result.explained, result.receipts = len(done.fallen), done.explained, done.receipts
+    if len(result.walls["ContextMesh"]) > 1 and result.revalidated != done.revalidated:
+        raise RuntimeError(f"{result.case.title}: revalidated {result.revalidated} then {done.revalidated}")
+    result.revalidated, result.fact_fallen, result.fact_explained = (
+        done.revalidated,
+        done.fact_fallen,
+        done.fact_explained,
+    )
     result.ledger_ok = result.ledger_ok and done.ledger_ok
     result.ledger_message = done.ledger_message
 
@@ -224,7 +255,7 @@ def _plain_case(
     calls.take()
     cpu = clock()
     start = time.perf_counter()
-    outputs, fid = plain.run_flow(fl, plain.bump(versions, result.case.change), storage)
+    outputs, fid = plain.run_flow(fl, plain.bump(versions, result.case.change, plan.world), storage)
     seconds = time.perf_counter() - start
     quiet(fid, len(plan.tasks))
     result.cpu["plain Prefect"].append(clock() - cpu)

@@ -175,6 +175,10 @@ class Case:
     title: str
     change: Mapping[str, int]
     note: str
+    # Rerun on the session whose workers read their undeclared fact through ``ctx.read`` (ADR 0018).
+    tracked: bool = False
+    # Why the ContextMesh side of this case is not measured yet, when it is not (counts never faked).
+    pending: str | None = None
 
     def apply(self, world: Mapping[str, int]) -> dict[str, int]:
         """The world after this change."""
@@ -199,12 +203,15 @@ def _same_bucket(value: int) -> int:
 
 
 def named_cases(plan: WorldPlan, *, share: float = 0.05, mix_facts: int = 4) -> list[Case]:
-    """The four world changes reported: (a) indirect, (b) undeclared, (c) unchanged output, a mix.
+    """The world changes reported: (a) indirect, (b) undeclared, (b) again with tracked reads, (c)
+    unchanged output, (w) an auditor's watched slice unchanged, and a mix.
 
     Each is chosen from the plan alone (seeded): (a) a layer-0 fact read only by declaration, whose
     change crosses a bucket, with the reach nearest ``share`` of the plan; (b) the fact with the
-    most undeclared readers; (c) a coarse fact nobody reads undeclared, moved inside its bucket;
-    the mix: ``mix_facts`` facts drawn at random, each given a random new value.
+    most undeclared readers — and the same change again on a session whose workers make that read
+    through ``ctx.read``; (c) a coarse fact nobody reads undeclared, moved inside its bucket; (w) the
+    fact of (a) observed again at the value it has, so no auditor's watched slice changes; the
+    mix: ``mix_facts`` facts drawn at random, each given a random new value.
     """
     rng = random.Random(plan.seed + 7)
     facts = sorted(plan.world)
@@ -219,18 +226,27 @@ def named_cases(plan: WorldPlan, *, share: float = 0.05, mix_facts: int = 4) -> 
         raise ValueError(f"seed {plan.seed}: this plan is too small to hold cases (a), (b) and (c); use another seed")
     unchanged = _nearest(plan, flat, share)
     mixed = rng.sample(facts, mix_facts)
+    indirect_change = {indirect: _other_value(plan.world[indirect], rng)}
+    undeclared_change = {undeclared: _other_value(plan.world[undeclared], rng)}  # (b) and its tracked twin
     return [
         Case(
             "a",
             "(a) indirect through data",
-            {indirect: _other_value(plan.world[indirect], rng)},
+            indirect_change,
             f"{indirect} changes; 1 task declares it, {len(_reach(plan, indirect)) - 1} read it only through data",
         ),
         Case(
             "b",
             "(b) undeclared read",
-            {undeclared: _other_value(plan.world[undeclared], rng)},
+            undeclared_change,
             f"{undeclared} changes; {readers[undeclared]} task(s) read it without declaring it",
+        ),
+        Case(
+            "b-tracked",
+            "(b) undeclared read, tracked",
+            undeclared_change,
+            f"{undeclared} changes; its {readers[undeclared]} undeclared reader(s) read it through ctx.read",
+            tracked=True,
         ),
         Case(
             "c",
@@ -238,6 +254,14 @@ def named_cases(plan: WorldPlan, *, share: float = 0.05, mix_facts: int = 4) -> 
             {unchanged: _same_bucket(plan.world[unchanged])},
             f"coarse {unchanged} moves inside its bucket: its {len(plan.declarers(unchanged))} declarer(s) "
             "re-run to the same output",
+        ),
+        Case(
+            "w",
+            "(w) watched slice unchanged",
+            {indirect: plan.world[indirect]},
+            f"{indirect} is observed again at {plan.world[indirect]}, the value every task read",
+            pending="auditor fingerprints (issue 21 item 2, ADR 0019) are not on main: this recheck still runs "
+            "every standing auditor; register the fact auditor with its watched slice to measure the skip",
         ),
         Case(
             "mix",

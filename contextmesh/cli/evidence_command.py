@@ -4,19 +4,22 @@ With ``--document`` the evidence is attributed to the document itself: it is ing
 (named ``--name NAME`` or by the file's own name) — a changed one is a new revision whose removed
 claims are superseded, and the plan's tasks resting on them go stale — exactly as
 ``mesh_submit_evidence`` does with ``document``. ``project_commands.evidence_add`` decides which
-origin was named; this module is the document branch.
+origin was named; this module is the document branch, and :func:`what_next` the line both end with:
+a recheck ``contextmesh serve`` started for the new evidence (its flow-run URL), or that nothing
+serves the session (ADR 0017).
 """
 
 from __future__ import annotations
 
 import argparse
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from contextmesh.cli.projects import Using
     from contextmesh.session.session import Session
 
-__all__ = ["DocumentSource", "document_source"]
+__all__ = ["DocumentSource", "document_source", "what_next"]
 
 
 @dataclass(frozen=True)
@@ -44,3 +47,12 @@ def document_source(session: Session, args: argparse.Namespace) -> DocumentSourc
         superseded=[s.claim_id for s in result.fallout.superseded],
         stale=list(stale),
     )
+
+
+def what_next(session: Session, where: Using, since: float) -> tuple[dict[str, Any], str]:
+    """What follows evidence committed at ``since``: the serving process's recheck, or who must ask for one."""
+    from contextmesh.orchestration.what_next import after_evidence  # noqa: PLC0415 - no Prefect: files only
+
+    interval = where.project.deploy.recheck_interval
+    found = after_evidence(session.session_id, since, interval=interval)
+    return found.to_dict(), f"  next: {found.text}"

@@ -1,12 +1,13 @@
 """``contextmesh ingest PATH… --session DIR``: a user's documents into a session, incrementally.
 
-The session is created when ``DIR`` is absent or empty, else loaded (with the demo registry, so a
-saved demo's plan keeps its keys). One run is one increment (:func:`~contextmesh.belief.ingestion.ingest`):
-unchanged files cost a hash each and commit nothing; new, revised and deleted files are written, the
-claims a revision no longer makes are superseded, and every task of the session's plan whose
-decision fell with them is made stale (the next ``resume`` re-runs exactly those). ``--dry-run``
-says what would be added, superseded and invalidated and writes nothing. ``--suggest-entities FILE``
-writes an editable entities file (and its candidate list beside it) from the documents instead.
+The session is created when ``DIR`` is absent or empty, else loaded (with the bundled example
+project's registry, so a saved session of it keeps its plan's keys). One run is one increment
+(:func:`~contextmesh.belief.ingestion.ingest`): unchanged files cost a hash each and commit nothing;
+new, revised and deleted files are written, the claims a revision no longer makes are superseded,
+and every task of the session's plan whose decision fell with them is made stale (the next
+``resume`` re-runs exactly those). ``--dry-run`` says what would be added, superseded and
+invalidated and writes nothing. ``--suggest-entities FILE`` writes an editable entities file (and
+its candidate list beside it) from the documents instead.
 """
 
 from __future__ import annotations
@@ -61,9 +62,10 @@ def ingest(args: argparse.Namespace) -> tuple[Any, str]:
     if created:
         session = Session(ContextGraph(), Resolver())
     else:
-        from contextmesh.cli.reads import open_session  # noqa: PLC0415
+        from contextmesh.cli.extensions import given_settings  # noqa: PLC0415
+        from contextmesh.project.bundled import bundled_project  # noqa: PLC0415
 
-        session = open_session(args)
+        session = bundled_project(given_settings(args)).open_session(args.session)
     result, stale = ingest_into(session, args.paths, root=args.root, entities=args.entities, dry_run=args.dry_run)
     if result.wrote and not args.dry_run:
         with writing(f"the session {args.session}"):

@@ -32,7 +32,6 @@ __all__ = [
     "MAX_WAIT",
     "Count",
     "EdgePolicy",
-    "FeedFile",
     "IsoDate",
     "Key",
     "PathOption",
@@ -292,22 +291,6 @@ class PathOption:
                 raise _refuse_path(text, f"cannot be listed ({exc.strerror}); {rule}") from None
             if occupied:
                 raise _refuse_path(text, f"is a directory that is not empty; {rule}")
-        return path
-
-
-@dataclass(frozen=True)
-class FeedFile:
-    """The demo advisory feed: a regular file, or a name where one can be created."""
-
-    kind: str = "feed-file"
-
-    def __call__(self, text: str) -> Path:
-        rule = "the rule is the advisory feed file: a regular file, or a new name in an existing directory tree"
-        path, found = _examined(text, rule, may_be_absent=True)
-        if found is None:
-            return path
-        if not stat.S_ISREG(found.st_mode):
-            raise _refuse_path(text, f"is {_kind_of(found.st_mode)}; {rule}")
         return path
 
 

@@ -14,11 +14,13 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 from contextmesh.cli import (
     deploy_commands,
+    extensions,
     ingest_command,
     ledger_commands,
     plan_rounds,
     project_commands,
     reads,
+    rerun_command,
     writes,
 )
 from contextmesh.cli.failure import UsageError
@@ -29,7 +31,6 @@ from contextmesh.cli.options import (
     MAX_WAIT,
     Count,
     EdgePolicy,
-    FeedFile,
     FilePath,
     IsoDate,
     Key,
@@ -46,13 +47,11 @@ THREADS = Count("threads", 1, MAX_THREADS)
 WAIT = Seconds(MAX_WAIT)
 INTERVAL = Seconds(MAX_INTERVAL)
 SESSION_DIR = PathOption("an existing session directory", "existing-dir")
-NEW_SESSION_DIR = PathOption("a new session directory: absent, or an empty directory", "new-dir")
 OUT_DIR = PathOption("the dashboard directory: absent, or a directory", "out-dir")
 SERVE_DIR = PathOption("an existing project directory, or a checkout holding deployments/serve.py", "existing-dir")
 PROJECT = PathOption(f"an existing project directory (one holding {PROJECT_FILE})", "existing-dir")
 INIT_DIR = PathOption("the new project's directory: absent, empty, or a half-made project", "out-dir")
 PORT = Count("the port", 1, 65535)
-FEED = FeedFile()
 INGEST_SESSION = PathOption("a session directory: an existing session, or absent or empty for a new one", "out-dir")
 DOCUMENT_PATH = FilePath("a document file or a folder of them, existing", "read-path")
 ENTITIES_IN = FilePath("an existing entities file", "read-file")
@@ -126,7 +125,7 @@ def _common(
 ) -> None:
     project_option(sub)
     sub.add_argument("--session", type=SESSION_DIR, metavar="DIR", help=session_help)
-    sub.add_argument("--feed", type=FEED, help=argparse.SUPPRESS)  # the demo auditor's feed, with --session
+    extensions.setting_options(sub, hidden=True)  # the bundled project's settings, with --session
     sub.add_argument(
         "--rounds",
         type=ROUNDS,
@@ -135,11 +134,8 @@ def _common(
     )
 
 
-def _reading_commands(commands: Commands) -> argparse.ArgumentParser:
+def _reading_commands(commands: Commands) -> None:
     commands.add_parser("schema", help="print the ontology GRAPH.md defines").set_defaults(handler=reads.schema)
-    demo = commands.add_parser("demo", help="build the demo graph, walk it, break an assumption, report")
-    demo.add_argument("--rounds", type=ROUNDS, metavar="N", help=f"walk rounds first, 0 to {MAX_ROUNDS} (default 8)")
-    demo.set_defaults(handler=reads.demo)
     ask = commands.add_parser("ask", help="answer a question with the path the walk took, or name the dead end")
     ask.add_argument("question", type=Text("a question"), help="the question, in quotes")
     ask.add_argument("--as-of", type=IsoDate(), metavar="DATE", help="answer from the graph as it stood on YYYY-MM-DD")
@@ -149,10 +145,6 @@ def _reading_commands(commands: Commands) -> argparse.ArgumentParser:
     health = commands.add_parser("health", help="what is quietly wrong with the graph")
     _common(health, rounds=8)
     health.set_defaults(handler=reads.health)
-    invalidate = commands.add_parser("invalidate", help="reject the demo's sizing assumption through evidence")
-    invalidate.add_argument("--dry-run", action="store_true", help="report what would fall; change nothing")
-    _common(invalidate, rounds=8)
-    invalidate.set_defaults(handler=reads.invalidate)
     exported = "write the dashboard's payload (and, with --inline, its page); commits nothing to a session"
     exp = commands.add_parser("export", help=exported, description=exported)
     exp.add_argument("--out", type=OUT_DIR, default="dashboard", metavar="DIR", help="the dashboard directory")
@@ -166,12 +158,6 @@ def _reading_commands(commands: Commands) -> argparse.ArgumentParser:
     exp.set_defaults(handler=reads.export)
     session = commands.add_parser("session", help="save, show or verify a session directory")
     actions = session.add_subparsers(dest="session_command", required=True, metavar="ACTION", parser_class=CliParser)
-    save = actions.add_parser("save", help="save the demo, with its plan executed, as a new session")
-    save.add_argument("dir", type=NEW_SESSION_DIR, help="the new session directory (absent or empty)")
-    save.add_argument(
-        "--rounds", type=ROUNDS, default=8, metavar="N", help=f"walk rounds before saving, 0 to {MAX_ROUNDS}"
-    )
-    save.set_defaults(handler=reads.session_save)
     show = actions.add_parser("show", help="describe a session directory")
     show.set_defaults(handler=reads.session_show)
     verify = actions.add_parser("verify", help="exit 0 only when the directory loads whole and its ledger verifies")
@@ -179,40 +165,14 @@ def _reading_commands(commands: Commands) -> argparse.ArgumentParser:
     for sub in (show, verify):
         sub.add_argument("dir", nargs="?", type=SESSION_DIR, help="the session directory (default: the project's own)")
         project_option(sub)
-    for sub in (save, show, verify):
-        sub.add_argument("--feed", type=FEED, help="the demo advisory feed (default under $CONTEXTMESH_HOME)")
-    return demo
-
-
-def _repair_epilog() -> str:
-    """The bundled demo registry's worker keys and an example built from them — never a key typed here."""
-    from pathlib import Path  # noqa: PLC0415
-
-    from contextmesh.demo.auth import DEFAULT_KEYS  # noqa: PLC0415 - only when repair's help is printed
-    from contextmesh.demo.saved import demo_registry  # noqa: PLC0415
-
-    workers = demo_registry(Path("feed.json")).describe()["workers"]  # the feed is read only when auditing
-    replacement = DEFAULT_KEYS["bcrypt"]  # the key the demo's walkthrough repairs hashing onto
-    example = replacement if replacement in workers else workers[0]
-    return "\n".join(
-        [
-            "worker keys the bundled demo's registry holds:",
-            *(f"  {key}" for key in workers),
-            f"(a project's keys are those its {PROJECT_FILE} [project] registry registers; a served session",
-            " resolves keys in the registry of the deployments serving it)",
-            "",
-            "example:",
-            f"  contextmesh repair hashing --worker-key {example} \\",
-            "      --assumes 'bcrypt has no open advisory' --session DIR",
-            "  contextmesh resume --session DIR     # runs the repaired task and what needs it",
-        ]
-    )
+    for sub in (show, verify):
+        extensions.setting_options(sub)
 
 
 def _where_it_runs(sub: argparse.ArgumentParser, *, dispatches: bool = True) -> None:
     project_option(sub)
     sub.add_argument("--session", type=SESSION_DIR, metavar="DIR", help="the session (default: the project's own)")
-    sub.add_argument("--feed", type=FEED, help="the bundled demo's advisory feed (only with no project)")
+    extensions.setting_options(sub, only_bundled=True)
     local_help = "run in this process, without Prefect"
     if not dispatches:
         sub.add_argument("--local", action="store_true", help=local_help)
@@ -256,7 +216,7 @@ def _ingesting(commands: Commands) -> None:
     ing.add_argument(
         "--suggest-entities", type=ENTITIES_OUT, metavar="FILE", help="write an editable entities file instead"
     )
-    ing.add_argument("--feed", type=FEED, help=argparse.SUPPRESS)  # a saved demo's auditor feed
+    extensions.setting_options(ing, hidden=True)  # a saved session's settings of the bundled project
     ing.set_defaults(handler=ingest_command.ingest)
 
 
@@ -265,8 +225,12 @@ def _dispatching(commands: Commands) -> None:
     ran = "one round of the project's plan, committed: a Prefect flow run (--local: in-process)"
     run = commands.add_parser("run", help=ran, description=ran)
     run.set_defaults(handler=plan_rounds.run)
-    rechecked = "run every standing auditor once and commit what it finds (a disproof); " + served_help
+    rechecked = (
+        "run the standing auditors whose watched slice changed (and those that watch nothing) once and commit "
+        "what they find (a disproof); " + served_help
+    )
     rck = commands.add_parser("recheck", help=rechecked, description=rechecked)
+    rck.add_argument("--full", action="store_true", help="run every standing auditor, whatever it watches")
     rck.set_defaults(handler=plan_rounds.recheck)
     resumed = "run only stale and pending work whose ground stands and commit it; " + served_help
     res = commands.add_parser("resume", help=resumed, description=resumed)
@@ -278,12 +242,12 @@ def _dispatching(commands: Commands) -> None:
         description=repaired,
         formatter_class=argparse.RawDescriptionHelpFormatter,  # the epilog is a list of keys and an example
     )
-    rep.lazy_epilog = _repair_epilog  # type: ignore[attr-defined]  # read by CliParser.format_help
-    rep.add_argument("task", type=Key("a task name of the plan"), help="the task to repair, e.g. hashing")
+    rep.lazy_epilog = extensions.repair_epilog  # type: ignore[attr-defined]  # read by CliParser.format_help
+    rep.add_argument("task", type=Key("a task name of the plan"), help="the task to repair: a task name of the plan")
     rep.add_argument(
         "--worker-key",
         type=Key("a registered worker key"),
-        help="the key it runs from now on: a worker key of the project's registry (the demo's are listed below)",
+        help="the key it runs from now on: a worker key of the project's registry (listed below)",
     )
     rep.add_argument(
         "--assumes",
@@ -292,10 +256,15 @@ def _dispatching(commands: Commands) -> None:
         help="the statement of its new ground, in quotes",
     )
     rep.set_defaults(handler=plan_rounds.repair)
+    rerun = "re-run a task whose output is suspect and every done task downstream of it: " + served_help
+    rer = commands.add_parser("rerun-from", help=rerun, description=rerun)
+    rer.add_argument("task", type=Key("a task name of the plan"), help="the task whose output is suspect")
+    rer.add_argument("--dry-run", action="store_true", help="say what would run (the closure), change nothing")
+    rer.set_defaults(handler=rerun_command.rerun_from)
     _where_it_runs(run, dispatches=False)
-    for sub in (rck, res, rep):
+    for sub in (rck, res, rep, rer):
         _where_it_runs(sub)
-    for sub in (run, rck, res):
+    for sub in (run, rck, res, rer):
         _threads(sub)
     _project_commands(commands)
 
@@ -303,14 +272,18 @@ def _dispatching(commands: Commands) -> None:
 def _serve_command(commands: Commands) -> None:
     srv = commands.add_parser("serve", help="serve a project's plan, recheck and repair deployments from this process")
     srv.add_argument("--session", type=SESSION_DIR, metavar="DIR", help="the session to serve (default: the project's)")
-    srv.add_argument("--feed", type=FEED, help="the bundled demo's advisory feed (demo only)")
+    extensions.setting_options(srv, only_bundled=True)
     srv.add_argument(
         "--interval",
         type=INTERVAL,
         metavar="SECONDS",
-        help=f"recheck every (default: the project's recheck_interval, 600 for the demo; at most {MAX_INTERVAL:g})",
+        help=f"recheck every (default: the project's recheck_interval, else 600; at most {MAX_INTERVAL:g})",
     )
-    srv.add_argument("--trigger", choices=("run-deployment", "automation"), help="the bundled demo's resume trigger")
+    srv.add_argument(
+        "--trigger",
+        choices=("run-deployment", "automation"),
+        help="with no project: deployments/serve.py's resume trigger",
+    )
     srv.add_argument(
         "--project",
         type=SERVE_DIR,
@@ -354,32 +327,7 @@ def _project_commands(commands: Commands) -> None:
         sub.add_argument("--session", type=SESSION_DIR, metavar="DIR", help="the session (default: the project's own)")
 
 
-def _running_commands(commands: Commands, demo: argparse.ArgumentParser) -> None:
-    execute = commands.add_parser("execute", help="run the demo plan, break its ground, repair, rerun only what fell")
-    execute.add_argument("--feed", type=FEED, help="the advisory feed file (default: a fresh temporary one)")
-    execute.add_argument(
-        "--threads", type=THREADS, default=4, help=f"how many tasks of a layer run at once, 1 to {MAX_THREADS}"
-    )
-    execute.add_argument(
-        "--executor",
-        choices=("prefect", "in-process"),
-        default="prefect",
-        help="run every round as a Prefect flow run (default; starts a local server when none is configured) "
-        "or in this process without Prefect",
-    )
-    execute.add_argument(
-        "--session", type=SESSION_DIR, metavar="DIR", help="work on a saved session and commit through it"
-    )
-    execute.set_defaults(handler=writes.execute)
-    advisory = demo.add_subparsers(dest="demo_command", metavar="SUBCOMMAND", parser_class=CliParser)
-    adv = advisory.add_parser("advisory", help="publish or withdraw an advisory in the demo's feed file")
-    adv.add_argument("action", choices=("publish", "withdraw"))
-    adv.add_argument("package", type=Key("a package name"), help="the package the advisory is about, e.g. argon2-cffi")
-    adv.add_argument(
-        "text", nargs="?", type=Text("the advisory's text", 4000), help="the advisory's text (publish only)"
-    )
-    adv.add_argument("--feed", type=FEED, required=True, help="the feed file the deployment names")
-    adv.set_defaults(handler=writes.advisory)
+def _running_commands(commands: Commands) -> None:
     srv = commands.add_parser("server", help="start, check or stop the managed local Prefect server and its UI")
     srv.add_argument("action", choices=("start", "status", "stop"))
     srv.add_argument("--port", type=PORT, help="with start: the port to serve on (default: 4200, else a free one)")
@@ -390,8 +338,9 @@ def build_parser() -> CliParser:
     """The whole command line."""
     parser = CliParser(prog="contextmesh", description="The contextmesh command line.", allow_abbrev=False)
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=CliParser)
-    demo = _reading_commands(commands)
-    _running_commands(commands, demo)
+    _reading_commands(commands)
+    extensions.register_commands(commands)
+    _running_commands(commands)
     _dispatching(commands)
     _serve_command(commands)
     ledger_commands.register(commands)

@@ -178,7 +178,8 @@ def _round(
     if _here_on_prefect(args, where):
         from contextmesh.orchestration.runs_here import run_here  # noqa: PLC0415 - Prefect only here
 
-        done = run_here(kind, directory, where.project.registry(), threads=args.threads)  # type: ignore[arg-type]
+        full = bool(getattr(args, "full", False))
+        done = run_here(kind, directory, where.project.registry(), threads=args.threads, full=full)  # type: ignore[arg-type]
         if done.note:
             note(args, f"contextmesh: {done.note}")
         assert done.report is not None
@@ -196,12 +197,14 @@ def run(args: argparse.Namespace) -> tuple[Any, str]:
 
 
 def recheck(args: argparse.Namespace) -> tuple[Any, str]:
-    """``contextmesh recheck``: every standing auditor once; a disproof is committed with its receipt."""
+    """``contextmesh recheck [--full]``: the auditors whose watched slice changed (``--full``: every
+    standing one) once; a disproof is committed with its receipt."""
+    full = bool(getattr(args, "full", False))
     return _round(
         args,
         "recheck",
-        lambda s: plan_of(s).recheck(),
-        lambda deployed, record, wait: deployed.dispatch_recheck(record, feed=_feed(args), wait=wait),
+        lambda s: plan_of(s).recheck(full=full),
+        lambda deployed, record, wait: deployed.dispatch_recheck(record, feed=_feed(args), wait=wait, full=full),
     )
 
 

@@ -4,7 +4,8 @@ observed, and asking what a ground's fall would take down.
 * ``init DIR [--name NAME]`` writes a runnable project (:func:`contextmesh.project.scaffold.init_project`);
 * ``evidence add TEXT --source ORIGIN [--title T]`` records an observation from the source that lives
   at ``ORIGIN`` (found, or recorded with that origin and title), committed through the session; the
-  project's auditors decide what it means at the next recheck;
+  project's auditors decide what it means at the next recheck, which ``contextmesh serve`` starts at
+  once (the command names that run, or says nothing serves the session);
 * ``blast-radius ASSUMPTION`` reports, changing nothing, what would fall with an assumption named by
   its id, its statement, a task whose ground it is, or a part of its statement that names exactly one
   live assumption; it reads the session with no registry.
@@ -13,6 +14,7 @@ observed, and asking what a ground's fall would take down.
 from __future__ import annotations
 
 import argparse
+import time
 from typing import TYPE_CHECKING, Any
 
 from contextmesh.cli.failure import UsageError, writing
@@ -62,25 +64,30 @@ def evidence_add(args: argparse.Namespace) -> tuple[Any, str]:
     session = writer(args, where)
     if args.document is not None:
         return _evidence_from_document(args, where, session)
+    from contextmesh.cli.evidence_command import what_next  # noqa: PLC0415
     from contextmesh.project.sourced_evidence import add_evidence  # noqa: PLC0415
 
+    since = time.time()
     added = session.apply(lambda s: add_evidence(s.graph, args.text, origin=args.source, title=args.title))
     data = {**added.to_dict(), "project": where.describe(), "generation": session.generation}
     source = "new source" if added.source_created else "source"
     stored = "recorded" if added.submission.created else "already recorded (the same observation)"
     text = (
         f"evidence {added.submission.node.id} {stored}\n"
-        f"  from {source} {added.source.label!r} ({args.source})\n"
-        f"  the next `contextmesh recheck` hands it to the auditors · session generation {session.generation}"
+        f"  from {source} {added.source.label!r} ({args.source}) · session generation {session.generation}"
     )
+    if added.submission.created:
+        data["next"], line = what_next(session, where, since)
+        text += f"\n{line}"
     return data, text
 
 
 def _evidence_from_document(args: argparse.Namespace, where: Using, session: Session) -> tuple[Any, str]:
     """The document ingested as the observation's source (a revision if it changed), then the evidence."""
     from contextmesh.belief.evidence import submit  # noqa: PLC0415
-    from contextmesh.cli.evidence_command import document_source  # noqa: PLC0415
+    from contextmesh.cli.evidence_command import document_source, what_next  # noqa: PLC0415
 
+    since = time.time()
     document = document_source(session, args)
     stored = submit(session.graph, args.text, document.source_id)
     changed = stored.created or document.wrote
@@ -104,11 +111,12 @@ def _evidence_from_document(args: argparse.Namespace, where: Using, session: Ses
     lines += [f"  superseded: {claim}" for claim in document.superseded]
     if document.stale:
         lines.append(f"  now stale: {', '.join(document.stale)} (`contextmesh resume` re-runs them)")
-    lines.append(
-        f"  the next `contextmesh recheck` hands it to the auditors · session generation {session.generation}"
-        if changed
-        else "  nothing changed; nothing committed"
-    )
+    if changed:
+        lines.append(f"  session generation {session.generation}")
+        data["next"], line = what_next(session, where, since)
+        lines.append(line)
+    else:
+        lines.append("  nothing changed; nothing committed")
     return data, "\n".join(lines)
 
 

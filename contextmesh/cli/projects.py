@@ -1,9 +1,10 @@
 """Which project a command works on, and which session of it: ``--project DIR``, else the nearest
-``contextmesh.toml`` at or above the working directory, else the bundled demo project.
+``contextmesh.toml`` at or above the working directory, else the bundled example project
+(:mod:`contextmesh.project.bundled`).
 
-Falling back to the bundled demo is said, as the first line on stderr after the command succeeds
+Falling back to the bundled example project is said, as the first line on stderr after the command succeeds
 (stdout stays the command's answer, and a failure stays one line): see :func:`note` and
-``contextmesh.cli.run``. The demo project names no session of its own, so a command that works on a
+``contextmesh.cli.run``. The bundled project names no session of its own, so a command that works on a
 session and was given none refuses there, naming ``contextmesh init``.
 
 Sessions are opened through the project (:mod:`contextmesh.project`): for writing with its registry
@@ -32,7 +33,7 @@ __all__ = ["Using", "note", "notes", "reader", "session_of", "using", "writer"]
 
 @dataclass(frozen=True)
 class Using:
-    """The project a command works on; ``bundled`` when it is the demo because none was found."""
+    """The project a command works on; ``bundled`` when it is the bundled example because none was found."""
 
     project: Project
     bundled: bool
@@ -62,28 +63,29 @@ def _prog(args: argparse.Namespace) -> str:
 
 
 def using(args: argparse.Namespace) -> Using:
-    """The project of ``--project DIR`` or the working directory, else the bundled demo (said)."""
+    """The project of ``--project DIR`` or the working directory, else the bundled example project (said)."""
+    from contextmesh.cli.extensions import given_settings  # noqa: PLC0415
+    from contextmesh.project.bundled import bundled_project  # noqa: PLC0415 - only when there is no project
+
     named = getattr(args, "project", None)
     found = load_project(named) if named is not None else find_project()
-    feed = getattr(args, "feed", None)
+    given = given_settings(args)
     if found is not None:
-        if feed is not None:
+        for name, value in given.items():
             raise UsageError(
-                f"--feed {str(feed)!r} is the bundled demo's advisory feed; project {found.name!r} "
+                f"--{name} {str(value)!r} is a setting of the bundled example project; project {found.name!r} "
                 f"({found.file}) reads its own [settings]",
                 prog=_prog(args),
-                path="--feed",
+                path=f"--{name}",
             )
         return Using(found, False)
-    from contextmesh.demo.demo_project import demo_project  # noqa: PLC0415 - the demo only when there is no project
-
-    demo = demo_project(feed)
+    bundled = bundled_project(given)
     note(
         args,
-        f"contextmesh: no {PROJECT_FILE} in {Path.cwd()} or above it: the bundled demo project ({demo.name}); "
+        f"contextmesh: no {PROJECT_FILE} in {Path.cwd()} or above it: the bundled demo project ({bundled.name}); "
         f"{INIT_HINT} to make your own",
     )
-    return Using(demo, True)
+    return Using(bundled, True)
 
 
 def session_of(args: argparse.Namespace, where: Using) -> Path:

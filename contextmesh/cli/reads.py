@@ -1,4 +1,7 @@
-"""The commands that build, read or save the demo graph: schema, demo, ask, health, invalidate, export, session.
+"""The commands that read a graph: schema, ask, health, export, session show|verify.
+
+With no project and no session, ``ask``, ``health`` and ``export`` read the bundled example project's
+graph built in memory (its extension's ``example``, through :mod:`contextmesh.project.bundled`).
 
 Each handler takes the parsed arguments and returns ``(data for --json, text for a person)``.
 Options that do not go together are refused here as usage errors, before any work.
@@ -7,7 +10,6 @@ Options that do not go together are refused here as usage errors, before any wor
 from __future__ import annotations
 
 import argparse
-import sys
 from typing import TYPE_CHECKING, Any
 
 from contextmesh.cli.failure import UsageError, writing
@@ -15,21 +17,9 @@ from contextmesh.cli.projects import Using, reader, using, writer
 from contextmesh.core.errors import SessionError
 
 if TYPE_CHECKING:
-    from contextmesh.demo.knowledge import DemoWorld
     from contextmesh.session.session import Session
 
-__all__ = [
-    "ask",
-    "demo",
-    "export",
-    "health",
-    "invalidate",
-    "open_session",
-    "schema",
-    "session_save",
-    "session_show",
-    "session_verify",
-]
+__all__ = ["ask", "export", "health", "schema", "session_show", "session_verify"]
 
 
 def schema(_: argparse.Namespace) -> tuple[Any, str]:
@@ -52,82 +42,47 @@ def schema(_: argparse.Namespace) -> tuple[Any, str]:
     return data, "\n".join(lines)
 
 
-def _progress(stage: str, done: int, total: int) -> None:
-    """A one-line progress bar on stderr, only when a person is watching."""
-    if not sys.stderr.isatty() or total < 50:
-        return
-    width = 30
-    filled = width * done // total
-    sys.stderr.write(f"\r{stage:<8} [{'#' * filled}{'.' * (width - filled)}] {done}/{total}")
-    if done == total:
-        sys.stderr.write("\r" + " " * (width + 30) + "\r")
-    sys.stderr.flush()
-
-
 def _rounds(args: argparse.Namespace, default: int) -> int:
     return default if args.rounds is None else int(args.rounds)
 
 
-def _world(args: argparse.Namespace, default_rounds: int) -> DemoWorld:
-    from contextmesh.demo.knowledge import build_world  # noqa: PLC0415 - only the commands that need it pay
+def _world(args: argparse.Namespace, default_rounds: int) -> Any:
+    """The bundled example project's graph built in memory (``graph``, ``result``, ``walker``)."""
+    from contextmesh.cli.kit import progress  # noqa: PLC0415
+    from contextmesh.project.bundled import bundled_project, extension_of  # noqa: PLC0415
 
-    return build_world(_rounds(args, default_rounds), progress=_progress)
+    example = getattr(extension_of(bundled_project()), "example", None)
+    if not callable(example):
+        raise SessionError("the bundled example project builds no graph in memory; name a session with --session DIR")
+    return example(_rounds(args, default_rounds), progress)
 
 
 def _on_a_session(args: argparse.Namespace, command: str) -> Using | None:
-    """The project and session a reading command works on, or None for the bundled demo built in memory.
+    """The project and session a reading command works on, or None for the bundled example built in memory.
 
     A project (``--project``, or found above the working directory) or ``--session`` means a
-    session; with neither, the command builds the bundled demo (and says so). Options that would be
-    silently ignored are refused: --rounds with a session, --feed without the demo's session.
+    session; with neither, the command builds the bundled example project's graph (and says so).
+    Options that would be silently ignored are refused: --rounds with a session, a setting of the
+    bundled project (its auditor's) without a session.
     """
+    from contextmesh.cli.extensions import given_settings  # noqa: PLC0415
+
     where = using(args)
     on_session = not where.bundled or args.session is not None
     if on_session and args.rounds is not None:
         raise UsageError(
-            f"--rounds {args.rounds} builds the demo graph; a session's own rounds are used",
+            f"--rounds {args.rounds} builds the example graph in memory; a session's own rounds are used",
             prog=f"contextmesh {command}",
             path="--rounds",
         )
-    if not on_session and args.feed is not None:
-        raise UsageError(
-            f"--feed {str(args.feed)!r} is the feed of a saved session's auditor; it goes with --session",
-            prog=f"contextmesh {command}",
-            path="--feed",
-        )
+    for name, value in given_settings(args).items():
+        if not on_session:
+            raise UsageError(
+                f"--{name} {str(value)!r} is a setting of a saved session's auditor; it goes with --session",
+                prog=f"contextmesh {command}",
+                path=f"--{name}",
+            )
     return where if on_session else None
-
-
-def _demo_only(args: argparse.Namespace, command: str) -> None:
-    """Refuse what a demo-only command would silently ignore: a project, --rounds with --session,
-    --feed without it."""
-    prog = f"contextmesh {command}"
-    if args.project is not None:
-        raise UsageError(
-            f"--project {str(args.project)!r}: `{command}` breaks the bundled demo's own sizing assumption; "
-            "on a project, record evidence (`contextmesh evidence add`) and let its auditors recheck",
-            prog=prog,
-            path="--project",
-        )
-    if args.session is not None and args.rounds is not None:
-        raise UsageError(
-            f"--rounds {args.rounds} builds the demo graph; with --session the session's own rounds are used",
-            prog=prog,
-            path="--rounds",
-        )
-    if args.session is None and args.feed is not None:
-        raise UsageError(
-            f"--feed {str(args.feed)!r} is the feed of a saved session's auditor; it goes with --session",
-            prog=prog,
-            path="--feed",
-        )
-
-
-def open_session(args: argparse.Namespace, *, policy: str = "every-ask") -> Session:
-    """The demo session ``--session`` names, with the demo registry bound to ``--feed`` (``execute``)."""
-    from contextmesh.demo.saved import open_demo_session  # noqa: PLC0415
-
-    return open_demo_session(args.session, feed=getattr(args, "feed", None), policy=policy)
 
 
 def _commit_outcome(session: Session) -> tuple[str, str | None]:
@@ -191,81 +146,6 @@ def ask(args: argparse.Namespace) -> tuple[Any, str]:
     return data, render_walk(walk) + "\n" + render_commit(session.generation, outcome, reason)
 
 
-def _median(values: list[float]) -> float:
-    ordered = sorted(values)
-    if not ordered:
-        return 0.0
-    mid = len(ordered) // 2
-    return ordered[mid] if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2
-
-
-def demo(args: argparse.Namespace) -> tuple[Any, str]:
-    """``contextmesh demo``: build, walk, three questions, the break, a question across it, health."""
-    from contextmesh.cli.render import render_build, render_health, render_invalidation, render_walk  # noqa: PLC0415
-    from contextmesh.demo.knowledge import break_sizing_assumption  # noqa: PLC0415
-    from contextmesh.knowledge.health import check  # noqa: PLC0415
-
-    world = _world(args, 8)
-    walker = world.walker
-    seeds = [
-        "Why did the Index Builder run out of memory?",
-        "What made the sharding rule wrong?",
-        "What is the refund policy for annual plans?",
-    ]
-    walks = [walker.ask(q) for q in seeds]
-    ratios = walker.token_ratios()
-    crossing = "How does the Partitioned Rebuild split the work each night?"
-    before = walker.ask(crossing)
-    report = break_sizing_assumption(world)
-    after = walker.ask(crossing)
-    health_report = check(world.graph, world.result.resolver, walker)  # no plan runs on the demo graph
-    counts = world.graph.type_counts(live_only=False)
-    data = {
-        "build": world.result.report.to_dict(),
-        "nodes": counts,
-        "edges": world.graph.edge_counts(live_only=False),
-        "rounds": world.walk_rounds,
-        "walks": [w.to_dict() for w in walks],
-        "token_ratio_median": _median(ratios),
-        "invalidation": report.to_dict(),
-        "before_break": before.to_dict(),
-        "after_break": after.to_dict(),
-        "health": health_report.to_dict(),
-    }
-    lines = [
-        f"ContextMesh demo · {sum(counts.values())} nodes, {len(world.graph.edges)} edges · "
-        f"{world.walk_rounds} walk rounds",
-        "",
-        render_build(world.result.report),
-        "",
-    ]
-    for walk in walks:
-        lines += [render_walk(walk), ""]
-    lines.append(
-        f"TOKENS median path/flat over {len(ratios)} answered walks: {_median(ratios):.2%} "
-        "(path tokens against flat top-k of the same corpus, words × 1.3)"
-    )
-    lines += ["", "THE GROUND MOVED", render_invalidation(report)]
-    lines += [
-        "",
-        "A QUESTION WHOSE PATH CROSSED WHAT FELL",
-        "before:",
-        render_walk(before),
-        "after:",
-        render_walk(after),
-    ]
-    lines += ["", _lineage_text(world, report.assumption_id), "", render_health(health_report)]
-    return data, "\n".join(lines)
-
-
-def _lineage_text(world: DemoWorld, assumption_id: str) -> str:
-    """The demo's lineage block (``demo`` and ``invalidate`` print the same)."""
-    from contextmesh.belief.assumptions import Assumptions  # noqa: PLC0415
-    from contextmesh.cli.render import render_lineage  # noqa: PLC0415
-
-    return render_lineage(Assumptions(world.graph), assumption_id)
-
-
 def health(args: argparse.Namespace) -> tuple[Any, str]:
     """``contextmesh health``: the signals that make a graph quietly useless."""
     from contextmesh.cli.render import render_health  # noqa: PLC0415
@@ -277,54 +157,21 @@ def health(args: argparse.Namespace) -> tuple[Any, str]:
         report = session.health()
         return report.to_dict(), render_health(report)
     world = _world(args, 8)
-    report = check(world.graph, world.result.resolver, world.walker)  # no plan runs on the demo graph
+    report = check(world.graph, world.result.resolver, world.walker)  # no plan runs on the example graph
     return report.to_dict(), render_health(report)
 
 
-def invalidate(args: argparse.Namespace) -> tuple[Any, str]:
-    """``contextmesh invalidate``: reject the demo's sizing assumption through evidence."""
-    from contextmesh.belief.assumptions import Assumptions  # noqa: PLC0415
-    from contextmesh.cli.render import render_invalidation, render_lineage  # noqa: PLC0415
-    from contextmesh.demo.knowledge import break_in_graph, break_sizing_assumption, load_demo  # noqa: PLC0415
-
-    _demo_only(args, "invalidate")
-    if args.session is not None:
-        session = open_session(args)
-        corpus, sidecar = load_demo()
-        if args.dry_run:
-            report = break_in_graph(session.graph, dry_run=True, corpus=corpus, sidecar=sidecar)
-            return report.to_dict(), render_invalidation(report, dry_run=True)
-        report = session.apply(lambda s: break_in_graph(s.graph, corpus=corpus, sidecar=sidecar))
-        text = render_invalidation(report) + "\n" + render_lineage(Assumptions(session.graph), report.assumption_id)
-        return report.to_dict(), text + f"\n(session generation {session.generation})"
-    world = _world(args, 8)
-    report = break_sizing_assumption(world, dry_run=args.dry_run)
-    text = render_invalidation(report, dry_run=args.dry_run)
-    if not args.dry_run:
-        text += "\n" + _lineage_text(world, report.assumption_id)
-    return report.to_dict(), text
-
-
 def export(args: argparse.Namespace) -> tuple[Any, str]:
-    """``contextmesh export``: the dashboard's payload and page (rounds and feed apply to a session too)."""
+    """``contextmesh export``: the dashboard's payload and page (with no session, the bundled example's)."""
     from contextmesh.dashboard.export import export as write_export  # noqa: PLC0415
     from contextmesh.dashboard.export import render_summary  # noqa: PLC0415
 
     where = using(args)
     opened = None if where.bundled and args.session is None else reader(args, where)
+    given = getattr(args, "feed", None)  # the dashboard's own parameter for the bundled project's setting
     with writing(f"the dashboard into {args.out}"):
-        summary = write_export(args.out, rounds=_rounds(args, 8), inline=args.inline, feed=args.feed, session=opened)
+        summary = write_export(args.out, rounds=_rounds(args, 8), inline=args.inline, feed=given, session=opened)
     return summary, render_summary(summary)
-
-
-def session_save(args: argparse.Namespace) -> tuple[Any, str]:
-    """``contextmesh session save DIR``: the demo, plan round 1 executed, as generation 1 of a new session."""
-    from contextmesh.demo.saved import save_demo_session  # noqa: PLC0415
-
-    with writing(f"the new session {args.dir}"):
-        session = save_demo_session(args.dir, rounds=args.rounds, feed=args.feed)
-    data = session.describe()
-    return data, f"saved the demo (plan round 1 executed) to {args.dir} as generation {session.generation}"
 
 
 def session_show(args: argparse.Namespace) -> tuple[Any, str]:

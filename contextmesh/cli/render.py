@@ -11,7 +11,6 @@ from typing import Any
 from contextmesh.belief.assumptions import Assumptions
 from contextmesh.belief.invalidation import InvalidationReport
 from contextmesh.belief.temporal import AsOf
-from contextmesh.demo.execute import Walkthrough, produced
 from contextmesh.execution.plan import RecheckReport, RoundReport
 from contextmesh.knowledge.health import HealthReport
 from contextmesh.knowledge.pipeline import BuildReport
@@ -29,7 +28,6 @@ __all__ = [
     "render_round_rows",
     "render_session",
     "render_walk",
-    "render_walkthrough",
 ]
 
 
@@ -147,6 +145,8 @@ def render_recheck(report: RecheckReport, *, url: str | None = None, reasons: di
     lines = [f"RECHECK round {report.round} · {len(report.audited)} audited: {', '.join(report.audited) or 'nothing'}"]
     if url:
         lines.append(f"  flow run: {url}")
+    if report.skipped:  # ADR 0019: nothing they watch changed; --full runs them too
+        lines.append(f"  skipped {len(report.skipped)}, nothing they watch changed: {', '.join(report.skipped)}")
     for fallen in report.invalidations:
         lines.append(f"  DISPROVED {fallen.statement}")
         if fallen.assumption_id in reasons:
@@ -161,47 +161,6 @@ def render_recheck(report: RecheckReport, *, url: str | None = None, reasons: di
         lines.append("  every ground audited still holds")
     lines += [f"  failed {name} — {reason}" for name, reason in report.failed.items()]
     lines += [f"  audit error {name} — {reason}" for name, reason in report.audit_errors.items()]
-    return "\n".join(lines)
-
-
-def render_walkthrough(walk: Walkthrough, *, urls: dict[int, str] | None = None) -> str:
-    """The seed's transcript: PLAN, rounds, THE GROUND MOVED, ARTEFACTS, lineage, LEDGER, RECEIPT."""
-    runner = walk.runner
-    urls = urls or {}
-    lines = [f"PLAN {runner.name} · {len(runner.tasks)} tasks"]
-    for task in walk.declared:
-        needs = f" (needs {', '.join(task['needs'])})" if task["needs"] else ""
-        lines.append(f"  {task['name']:<11} {task['worker_key'] or '-':<24} assumes: {task['assumes']}{needs}")
-    lines += ["", render_round(walk.first, url=urls.get(walk.first.round)), ""]
-    lines.append("THE GROUND MOVED · discovered by an auditor, not announced")
-    if walk.recheck.round in urls:
-        lines.append(f"  flow run: {urls[walk.recheck.round]}")
-    for report in walk.recheck.invalidations:
-        receipt = next(r for r in runner.ledger.receipts() if r["ground"]["assumption_id"] == report.assumption_id)
-        lines.append(f"  {receipt['task']}: {receipt['reason']}")
-        lines.append(f"  rejected: {report.statement}")
-        lines.append(f"  blast radius {report.blast_radius}, preserved {report.preserved_count}")
-    if not walk.recheck.invalidations:
-        lines.append("  (nothing moved: every auditor found its ground standing)")
-    hashing = runner.tasks["hashing"]
-    lines += ["", f"REPAIR hashing → {hashing.worker_key} on new ground: {hashing.assumes}", ""]
-    lines += [render_round(walk.third, url=urls.get(walk.third.round)), ""]
-    artefacts = produced(runner.graph)
-    lines.append("ARTEFACTS")
-    lines.append("  live: " + ", ".join(n.label for n in artefacts if n.live))
-    lines.append("  gone: " + (", ".join(n.label for n in artefacts if not n.live) or "none"))
-    lines.append("ASSUMPTION LINEAGE")
-    lines += [f"  v{r['version']} [{r['status']}] {r['statement']}" for r in walk.lineage]
-    ledger = runner.ledger
-    lines.append(f"LEDGER {len(ledger)} entries · head {ledger.head[:16]}… · chain intact: {ledger.verify()}")
-    lines.append("RECEIPT read back off the ledger alone")
-    for receipt in ledger.receipts():
-        lines.append(f"  ground: {receipt['ground']['statement']}")
-        lines.append(f"  evidence: {receipt['evidence_id']}")
-        lines.append(f"  auditor: {receipt['auditor']}")
-        lines.append(f"  fallen ({receipt['blast_radius']}):")
-        lines += [f"    ✗ {item['chain']}" for item in receipt["invalidated"]]
-        lines.append(f"  preserved: {receipt['preserved_count']} (digest {receipt['preserved_digest'][:16]}…)")
     return "\n".join(lines)
 
 

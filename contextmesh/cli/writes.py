@@ -1,4 +1,4 @@
-"""The commands that run the demo or Prefect itself: execute, server, serve, demo advisory.
+"""The commands that run Prefect itself: server, serve.
 
 The rounds of a project's plan (``run``, ``recheck``, ``resume``, ``repair``) are
 :mod:`contextmesh.cli.plan_rounds`. A Prefect API is checked to answer before anything is
@@ -13,43 +13,14 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from contextmesh.cli.failure import UsageError, writing
+from contextmesh.cli.extensions import given_settings
+from contextmesh.cli.failure import UsageError
 from contextmesh.cli.projects import Using
-from contextmesh.cli.reads import open_session
 from contextmesh.core.errors import ExecutionError
 from contextmesh.project.config import PROJECT_FILE
 from contextmesh.project.project import INIT_HINT, Project, find_project, load_project, project_file
 
-__all__ = ["advisory", "execute", "serve", "server"]
-
-
-def execute(args: argparse.Namespace) -> tuple[Any, str]:
-    """``contextmesh execute``: the demo plan, its ground broken, repaired, rerun — on Prefect or in-process."""
-    from contextmesh.cli.render import render_walkthrough  # noqa: PLC0415
-
-    if args.executor == "prefect":
-        return _execute_on_prefect(args)
-    from contextmesh.demo.execute import run_session_walkthrough, run_walkthrough  # noqa: PLC0415
-    from contextmesh.execution.in_process import InProcessExecutor  # noqa: PLC0415
-
-    executor = InProcessExecutor(width=args.threads)
-    if args.session is not None:
-        session = open_session(args)
-        walk = run_session_walkthrough(session, feed=args.feed, executor=executor)
-        return walk.to_dict(), render_walkthrough(walk) + f"\n(session generation {session.generation})"
-    walk = run_walkthrough(feed=args.feed, executor=executor)
-    return walk.to_dict(), render_walkthrough(walk)
-
-
-def _execute_on_prefect(args: argparse.Namespace) -> tuple[Any, str]:
-    from contextmesh.cli.render import render_walkthrough  # noqa: PLC0415
-    from contextmesh.cli.walkthroughs import execute_on_prefect  # noqa: PLC0415 - Prefect only there
-
-    walk, note = execute_on_prefect(args.session, args.feed, threads=args.threads)
-    text = render_walkthrough(walk, urls=walk.urls)
-    if walk.session_dir is not None:
-        text += f"\n(session {walk.session_dir})"
-    return walk.to_dict(), text + (f"\n{note}" if note else "")
+__all__ = ["serve", "server"]
 
 
 def server(args: argparse.Namespace) -> tuple[Any, str]:
@@ -73,8 +44,9 @@ def _served_project(args: argparse.Namespace) -> Project | None:
 
 
 def serve(args: argparse.Namespace) -> tuple[Any, str]:
-    """``contextmesh serve``: a project's deployments from this process; with no project, the bundled
-    demo's ``deployments/serve.py`` (checked, then exec'd) in ``--project DIR`` or here."""
+    """``contextmesh serve``: a project's deployments from this process; with no project, the
+    checkout's ``deployments/serve.py`` for the bundled project (checked, then exec'd) in ``--project DIR``
+    or here, handed the bundled project's settings the command line set."""
     import os  # noqa: PLC0415
 
     project = _served_project(args)
@@ -88,7 +60,7 @@ def serve(args: argparse.Namespace) -> tuple[Any, str]:
 
     if args.session is None:
         raise UsageError(
-            f"serving the bundled demo needs --session DIR (no {PROJECT_FILE} here or above; {INIT_HINT})",
+            f"serving the bundled example project needs --session DIR (no {PROJECT_FILE} here or above; {INIT_HINT})",
             prog="contextmesh serve",
             path="--session",
         )
@@ -104,34 +76,8 @@ def serve(args: argparse.Namespace) -> tuple[Any, str]:
         require_api(api_url)
     argv = [sys.executable, str(script), "--session", str(args.session.resolve())]
     argv += ["--interval", f"{args.interval or 600:g}", "--trigger", args.trigger or "run-deployment"]
-    if args.feed is not None:
-        argv += ["--feed", str(args.feed.resolve())]
+    for name, value in given_settings(args).items():
+        argv += [f"--{name}", str(value.resolve())]
     sys.stdout.flush()
     sys.stderr.flush()
     os.execv(sys.executable, argv)  # noqa: S606 - replaces this process: serve.py is the deployment's code, never imported
-
-
-def advisory(args: argparse.Namespace) -> tuple[Any, str]:
-    """``contextmesh demo advisory publish|withdraw PACKAGE [TEXT] --feed FILE``."""
-    from contextmesh.demo.auth import publish, withdraw  # noqa: PLC0415
-
-    prog = "contextmesh demo advisory"
-    if getattr(args, "rounds", None) is not None:
-        raise UsageError(
-            f"--rounds {args.rounds} is the demo's; an advisory builds no graph", prog=prog, path="--rounds"
-        )
-    if args.action == "publish":
-        if args.text is None:
-            raise UsageError("publish needs the advisory's text after the package", prog=prog, path="text")
-        with writing(f"the advisory feed {args.feed}"):
-            advisories = publish(args.feed, args.package, args.text)
-        text = f"published an advisory for {args.package} to {args.feed}"
-    else:
-        if args.text is not None:
-            raise UsageError(
-                "withdraw takes no text: it removes every advisory for the package", prog=prog, path="text"
-            )
-        with writing(f"the advisory feed {args.feed}"):
-            advisories = withdraw(args.feed, args.package)
-        text = f"withdrew every advisory for {args.package} from {args.feed}"
-    return {"feed": str(args.feed), "advisories": advisories}, text

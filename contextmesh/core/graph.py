@@ -35,6 +35,7 @@ from contextmesh.core import vectors
 from contextmesh.core.canonical import ensure_canonical
 from contextmesh.core.edge_table import EdgeIds, EdgeMap, EdgeTable
 from contextmesh.core.errors import IdentityError, NotFoundError, OntologyError
+from contextmesh.core.graph_changes import GraphChanges
 from contextmesh.core.graph_rules import check_edge, check_must_carry, check_node_type, check_not_frozen
 from contextmesh.core.ids import slug
 from contextmesh.core.model import AssumptionRecord, EdgeRecord, NodeRecord, Provenance
@@ -64,6 +65,7 @@ class ContextGraph:
         self._names = {name: name for name in (*ontology.node_types, *ontology.edge_types)}
         self._vectors = VectorStore()
         self._ids = EdgeIds(ontology.edge_types)  # refuses tables whose types share an id tail
+        self._changes: GraphChanges | None = None  # the ids a session journals (ADR 0020), once it tracks
 
     # -- reading --------------------------------------------------------------------------
 
@@ -264,6 +266,7 @@ class ContextGraph:
                 existing.provenance = provenance
             if embedding is not None:
                 existing.embedding = embedding
+            self.touch(nid)
             return existing
         check_must_carry(self.ontology, node_type, nid, new_attrs, provenance, embedding)
         record = NodeRecord(
@@ -285,6 +288,7 @@ class ContextGraph:
         self.nodes[record.id] = record
         if self._nx is not None:
             self._nx.add_node(record.id)
+        self.touch(record.id)
 
     def _mint_decision(
         self, node_id: str, label: str, attrs: Mapping[str, JsonValue], provenance: Provenance | None
@@ -339,6 +343,7 @@ class ContextGraph:
             table.weight[row] = merged
             known = table.evidence[row]
             table.evidence[row] = known + tuple(e for e in dict.fromkeys(evidence_ids) if e not in known)
+            self.touch(eid)
             return table.view(row)
         if row is not None:
             raise IdentityError(
@@ -362,6 +367,7 @@ class ContextGraph:
         target._in.append(row)
         if self._nx is not None:
             self._nx.add_edge(source.id, target.id, key=eid)
+        self.touch(eid)
         return table.view(row)
 
     def _check_edge(self, src: str, edge_type: str, dst: str, weight: float) -> tuple[NodeRecord, NodeRecord]:
@@ -378,6 +384,7 @@ class ContextGraph:
             self._nx.add_edge(record.src, record.dst, key=record.id)
         if record.assumption_id is not None:
             self._bound.setdefault(record.assumption_id, []).append(record.id)
+        self.touch(record.id)
         return self._edges.view(row)
 
     # -- assumptions, flags and telemetry ---------------------------------------------------
@@ -395,6 +402,7 @@ class ContextGraph:
             None,
         )
         self.assumptions[record.id] = record
+        self.touch(record.id)
         return node
 
     def sync_assumption(self, record: AssumptionRecord) -> None:
@@ -402,6 +410,7 @@ class ContextGraph:
         node = self.node(record.id)
         node.attrs = {**node.attrs, "status": record.status, "version": record.version}
         self.assumptions[record.id] = record
+        self.touch(record.id)
 
     def bind_edge(self, edge_id_: str, assumption_id: str) -> None:
         """Bind an edge to an assumption; rebinding to a different one is refused."""
@@ -414,6 +423,7 @@ class ContextGraph:
         if edge.assumption_id is None:
             edge.assumption_id = assumption_id
             self._bound.setdefault(assumption_id, []).append(edge.id)
+            self.touch(edge.id)
 
     def bound_edges(self, assumption_id: str) -> list[EdgeRecord]:
         """Edges bound to an assumption (``justifies``), in binding order."""
@@ -424,8 +434,10 @@ class ContextGraph:
         """Flag nodes and edges invalidated. Flags are never cleared except by a decision rerun."""
         for nid in node_ids:
             self.node(nid).invalidated = True
+            self.touch(nid)
         for eid in edge_ids:
             self.edge(eid).invalidated = True
+            self.touch(eid)
 
     def revive(self, node_id: str) -> None:
         """Clear an entity's invalidated flag when the decision producing it runs again (rule 7)."""
@@ -435,18 +447,29 @@ class ContextGraph:
         if node.pruned:
             raise OntologyError(f"'{node_id}' was pruned, and a pruned node is never revived")
         node.invalidated = False
+        self.touch(node_id)
 
     def prune(self, node_ids: Iterable[str]) -> None:
         """Flag nodes pruned; they stay in the graph, out of walks, and are never revived."""
         for nid in node_ids:
             self.node(nid).pruned = True
+            self.touch(nid)
 
     def record_walk(self, node_ids: Iterable[str], edge_ids: Iterable[str]) -> None:
         """Telemetry: one more walk visited these nodes and traversed these edges."""
-        for nid in dict.fromkeys(node_ids):
+        nodes, edges = list(dict.fromkeys(node_ids)), list(edge_ids)
+        for nid in nodes:
             self.node(nid).walks += 1
-        for eid in edge_ids:
+        for eid in edges:
             self.edge(eid).traversals += 1
+        if self._changes is not None:
+            self._changes.counted(nodes, edges)
+
+    def touch(self, item_id: str) -> None:
+        """Note that the stored record ``item_id`` changed: the graph's writes call it, and so must code
+        that assigns a stored record's field itself, or a session's journal misses it (ADR 0020)."""
+        if self._changes is not None:
+            self._changes.touched(self, item_id)
 
     def subgraph(self, keep: Iterable[str]) -> ContextGraph:
         """A copy holding only the ``keep`` nodes, the edges between them and their assumption

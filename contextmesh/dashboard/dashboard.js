@@ -122,6 +122,7 @@
     const bar = el("div", { class: "graphbar" });
     for (const t of g.types) if (counts[t]) bar.append(el("span", null, swatch(t), t + " " + fmt(counts[t])));
     if (invalid) bar.append(el("span", null, el("span", { class: "sw inv" }), "invalidated " + fmt(invalid)));
+    if (g.plan_band) bar.append(el("span", { class: "bandkey" }, "along the foot: plan " + g.plan_band.plan + ", its tasks by layer (grounds above decisions)"));
     const caption = g.sampled
       ? "sampled " + g.drawn + " of " + g.drawable + " nodes (cap " + g.cap + ")"
       : "all " + g.drawn + " nodes";
@@ -152,6 +153,7 @@
     svg.querySelector("path.x").setAttribute("d", fallen.join(""));
     svg.querySelector("g.edges").setAttribute("data-edges", String(E.length));
     const highlight = svg.querySelector("path.hl");
+    if (g.plan_band) planBand(svg, g);
     await tick();
     const scale = N.length > 400 ? 0.55 : 1;
     for (let i = 0; i < N.length; i += NODE_CHUNK) {
@@ -159,8 +161,8 @@
       for (let j = i; j < Math.min(N.length, i + NODE_CHUNK); j++) {
         const n = N[j];
         const r = (n.invalidated ? 4.5 : 3 + Math.min(6, Math.sqrt(n.degree))) * scale;
-        const cls = "node t-" + word(n.type) + (n.invalidated ? " invalidated" : " live");
-        s += '<circle cx="' + n.x + '" cy="' + n.y + '" r="' + r.toFixed(1) + '" class="' + cls + '" data-i="' + j + '"></circle>';
+        const cls = "node t-" + word(n.type) + (n.invalidated ? " invalidated" : " live") + (n.task ? " plan" : "");
+        s += '<circle cx="' + Number(n.x) + '" cy="' + Number(n.y) + '" r="' + r.toFixed(1) + '" class="' + cls + '" data-i="' + j + '"></circle>';
       }
       nodeLayer.insertAdjacentHTML("beforeend", s);
       await tick();
@@ -224,6 +226,28 @@
         lit.length ? list : el("div", { class: "muted", text: "no drawn edge" })
       );
     });
+  }
+
+  /* The plan's band along the panel's foot: a shaded strip under its pinned nodes, one label per
+     task (text set through textContent, like every other label). */
+  function planBand(svg, g) {
+    const ns = svg.namespaceURI;
+    const band = document.createElementNS(ns, "g");
+    band.setAttribute("class", "band");
+    const rect = document.createElementNS(ns, "rect");
+    for (const [k, v] of [["x", 0], ["y", g.plan_band.top], ["width", g.width], ["height", g.height - g.plan_band.top]]) rect.setAttribute(k, String(Number(v)));
+    band.append(rect);
+    for (const label of g.plan_band.labels) {
+      const t = document.createElementNS(ns, "text");
+      t.setAttribute("class", "tasklabel");
+      t.setAttribute("x", String(Number(label.x)));
+      t.setAttribute("y", String(Number(label.y)));
+      t.setAttribute("font-size", String(Number(g.plan_band.label_size)));
+      t.setAttribute("data-task", label.task);
+      t.textContent = label.text;
+      band.append(t);
+    }
+    svg.insertBefore(band, svg.firstChild);
   }
 
   /* -- hops, traffic, tokens, dead ends ---------------------------------------------------- */
@@ -327,6 +351,41 @@
   }
 
   /* -- execution --------------------------------------------------------------------------- */
+  /* A round's Prefect flow runs, linked when the export knows the UI; a round that recorded none
+     ran in-process and says so (a link there would lead nowhere). */
+  function roundRuns(r, prefect) {
+    const where = el("div", { class: "runs" });
+    if (!r.flow_runs.length) {
+      where.append(el("span", { class: "inproc", text: "in-process · no Prefect flow run" }));
+      return where;
+    }
+    for (const run of r.flow_runs) {
+      const label = "Prefect " + (run.part === "run" ? "" : run.part + " ") + "flow run " + run.id.slice(0, 8);
+      const url = typeof run.url === "string" && /^https?:\/\//i.test(run.url) ? run.url : null; // never javascript:
+      if (url) where.append(el("a", { class: "flowrun", href: url, target: "_blank", rel: "noopener", title: run.id, text: label + " ↗" }));
+      else where.append(el("span", { class: "flowrun nolink", title: run.id + ": " + prefect.ui_source, text: label + " (no UI: " + prefect.ui_source + ")" }));
+    }
+    return where;
+  }
+
+  /* One task in one round: its state, and the worker key that round ran it with (a cached task's
+     key is the one whose result stood; a repair names the key it moved the task onto). */
+  function roundCell(cell, round) {
+    const others = cell.events.filter((e) => e !== cell.state);
+    let key = null;
+    if (cell.worker_key) {
+      const from = cell.key_from_round === null ? "" : " · from round " + cell.key_from_round;
+      key = el("code", { class: "key", text: cell.worker_key + from });
+    } else if (cell.repaired_to) key = el("code", { class: "key", text: "→ " + cell.repaired_to });
+    return el(
+      "td",
+      { title: cell.events.join(", ") || "no event", "data-round": round },
+      el("span", { class: "st " + (cell.state ? word(cell.state) : "none"), text: cell.state || "—" }),
+      others.length ? el("span", { class: "ev", text: "+ " + others.join(", ") }) : null,
+      key
+    );
+  }
+
   function execution(d) {
     const x = d.execution;
     const target = body("p-execution");
@@ -341,19 +400,15 @@
       layers.append(el("div", { class: "layer" }, el("div", { class: "ln", text: "layer " + (i + 1) }), ...layer.map((t) => el("span", { class: "tk", text: t }))));
     });
     left.append(el("h3", { text: "plan " + x.plan + " · " + x.layers.length + " layers · round " + x.round }), layers);
-    const head = el("tr", null, el("th", { text: "task" }), el("th", { text: "worker key" }));
-    for (const r of x.rounds) head.append(el("th", { text: "round " + r.round + " · " + r.kind }));
+    const head = el("tr", null, el("th", { text: "task" }));
+    for (const r of x.rounds) head.append(el("th", { class: "round", "data-round": r.round }, el("div", { text: "round " + r.round + " · " + r.kind }), roundRuns(r, x.prefect)));
     head.append(el("th", { text: "now" }));
     const tb = el("tbody");
     x.tasks.forEach((task, i) => {
-      const row = el("tr", null, el("td", null, el("code", { text: task.name })), el("td", null, el("code", { class: "muted", text: task.worker_key || "callable" })));
-      for (const r of x.rounds) {
-        const cell = r.cells[i];
-        const others = cell.events.filter((e) => e !== cell.state);
-        row.append(el("td", { title: cell.events.join(", ") || "no event" }, el("span", { class: "st " + (cell.state ? word(cell.state) : "none"), text: cell.state || "—" }), others.length ? el("span", { class: "ev", text: "+ " + others.join(", ") }) : null));
-      }
+      const row = el("tr", { "data-task": task.name }, el("td", null, el("code", { text: task.name })));
+      for (const r of x.rounds) row.append(roundCell(r.cells[i], r.round));
       const now = task.blocked ? "blocked" : task.state;
-      row.append(el("td", { title: task.blocked || task.assumes }, el("span", { class: "st " + word(now), text: now })));
+      row.append(el("td", { class: "now", title: task.blocked || task.assumes }, el("span", { class: "st " + word(now), text: now }), el("code", { class: "key", text: task.worker_key || "callable" })));
       tb.append(row);
     });
     left.append(el("table", { class: "rounds" }, el("thead", null, head), tb));

@@ -3,7 +3,7 @@
 The page never lays anything out: coordinates are computed here, once, so the browser only draws
 and the payload is the same bytes in every process.
 
-Invariants (``tests/dashboard/test_payload.py``):
+Invariants (``tests/dashboard/test_dashboard_payload.py``):
 
 1. At most :data:`NODE_CAP` node marks and :data:`EDGE_CAP` edge marks; a graph over a cap is
    sampled, and the sample says ``k`` of ``n``.
@@ -19,20 +19,20 @@ Invariants (``tests/dashboard/test_payload.py``):
 from __future__ import annotations
 
 import random
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from math import sqrt
 
 from contextmesh.core.graph import ContextGraph
 from contextmesh.core.model import EdgeRecord, NodeRecord
 
-__all__ = ["EDGE_CAP", "FORCE_LIMIT", "HEIGHT", "NODE_CAP", "WIDTH", "Marks", "layout", "sample"]
+__all__ = ["EDGE_CAP", "FORCE_LIMIT", "HEIGHT", "MARGIN", "NODE_CAP", "WIDTH", "Marks", "layout", "sample"]
 
 NODE_CAP = 1500
 EDGE_CAP = 3000
 WIDTH = 1000
 HEIGHT = 640
-_MARGIN = 18.0
+MARGIN = 18.0
 _ITERATIONS = 60
 _SEED = 20_240_601
 # Where each type is gently pulled, as fractions of the box: colours group, so the panel reads.
@@ -84,14 +84,24 @@ def _quotas(counts: dict[str, int], total: int, cap: int) -> dict[str, int]:
     return quota
 
 
-def sample(graph: ContextGraph, *, node_cap: int = NODE_CAP, edge_cap: int = EDGE_CAP) -> Marks:
+def sample(
+    graph: ContextGraph,
+    *,
+    node_cap: int = NODE_CAP,
+    edge_cap: int = EDGE_CAP,
+    pinned: Mapping[str, tuple[int, int]] | None = None,
+    free_height: float = HEIGHT,
+) -> Marks:
     """The nodes and edges to draw: everything not pruned, or a stratified sample of it.
 
-    Over the cap, each type keeps marks in proportion to its count; within a type invalidated
-    nodes come first (they are what a reader looks for), then the best connected, ties by
-    insertion order. Drawn edges are those between drawn nodes, in insertion order, up to the
-    edge cap.
+    Over the cap, each type keeps marks in proportion to its count; within a type pinned nodes
+    come first, then invalidated ones (they are what a reader looks for), then the best connected,
+    ties by insertion order. Drawn edges are those between drawn nodes, in insertion order, up to
+    the edge cap. ``pinned`` nodes keep their given positions (the plan's band,
+    :mod:`contextmesh.dashboard.plan_band`); the others are laid out in the box's top
+    ``free_height`` units.
     """
+    pinned = pinned or {}
     degree = _live_degrees(graph)
     drawable = [n for n in graph if not n.pruned]
     if len(drawable) > node_cap:
@@ -102,19 +112,27 @@ def sample(graph: ContextGraph, *, node_cap: int = NODE_CAP, edge_cap: int = EDG
         quota = _quotas(counts, len(drawable), node_cap)
         chosen: set[str] = set()
         for node_type, nodes in by_type.items():
-            ranked = sorted(nodes, key=lambda n: (not n.invalidated, -degree[n.id], graph.seq(n.id)))
+            ranked = sorted(
+                nodes, key=lambda n: (n.id not in pinned, not n.invalidated, -degree[n.id], graph.seq(n.id))
+            )
             chosen.update(n.id for n in ranked[: quota.get(node_type, 0)])
         nodes = [n for n in drawable if n.id in chosen]
     else:
         nodes = drawable
     keep = {n.id for n in nodes}
     among = [e for e in graph.edges.values() if e.src in keep and e.dst in keep]
-    positions = layout(nodes, among, graph.ontology.node_types)
+    free = [n for n in nodes if n.id not in pinned]
+    free_ids = {n.id for n in free}
+    free_edges = [e for e in among if e.src in free_ids and e.dst in free_ids]
+    laid = iter(layout(free, free_edges, graph.ontology.node_types, height=free_height))
+    positions = [pinned[n.id] if n.id in pinned else next(laid) for n in nodes]
     return Marks(nodes, among[:edge_cap], degree, len(drawable), len(among), positions)
 
 
-def layout(nodes: list[NodeRecord], edges: list[EdgeRecord], types: Sequence[str] = ()) -> list[tuple[int, int]]:
-    """Whole-number coordinates in the WIDTH × HEIGHT box, one per node, in the nodes' order.
+def layout(
+    nodes: list[NodeRecord], edges: list[EdgeRecord], types: Sequence[str] = (), *, height: float = HEIGHT
+) -> list[tuple[int, int]]:
+    """Whole-number coordinates in the WIDTH × ``height`` box, one per node, in the nodes' order.
 
     Up to :data:`FORCE_LIMIT` nodes: a force layout (Fruchterman–Reingold, every pair repelling,
     a fixed number of rounds). Above it the quadratic cost would not fit an export, and a sample
@@ -124,19 +142,19 @@ def layout(nodes: list[NodeRecord], edges: list[EdgeRecord], types: Sequence[str
     if not nodes:
         return []
     if len(nodes) <= FORCE_LIMIT:
-        return _force(nodes, edges)
-    return _rings(nodes, edges, types)
+        return _force(nodes, edges, height)
+    return _rings(nodes, edges, types, height)
 
 
-def _force(nodes: list[NodeRecord], edges: list[EdgeRecord]) -> list[tuple[int, int]]:
+def _force(nodes: list[NodeRecord], edges: list[EdgeRecord], height: float) -> list[tuple[int, int]]:
     count = len(nodes)
     index = {n.id: i for i, n in enumerate(nodes)}
     pairs = [(index[e.src], index[e.dst]) for e in edges]
     rng = random.Random(_SEED)  # noqa: S311 - a layout wants a reproducible draw, not a secret
-    anchors = [(ax * WIDTH, ay * HEIGHT) for ax, ay in (_ANCHORS.get(n.type, (0.5, 0.5)) for n in nodes)]
+    anchors = [(ax * WIDTH, ay * height) for ax, ay in (_ANCHORS.get(n.type, (0.5, 0.5)) for n in nodes)]
     xs = [ax + (rng.random() - 0.5) * WIDTH * 0.3 for ax, _ in anchors]
-    ys = [ay + (rng.random() - 0.5) * HEIGHT * 0.3 for _, ay in anchors]
-    k = _SPREAD * sqrt(WIDTH * HEIGHT / count)
+    ys = [ay + (rng.random() - 0.5) * height * 0.3 for _, ay in anchors]
+    k = _SPREAD * sqrt(WIDTH * height / count)
     k2 = k * k
     pull = _PULL
     temperature = WIDTH / 10.0
@@ -175,13 +193,17 @@ def _force(nodes: list[NodeRecord], edges: list[EdgeRecord]) -> list[tuple[int, 
             size = sqrt(fx * fx + fy * fy)
             if size > 0.0:
                 step = min(size, temperature) / size
-                xs[i] = min(WIDTH - _MARGIN, max(_MARGIN, xs[i] + fx * step))
-                ys[i] = min(HEIGHT - _MARGIN, max(_MARGIN, ys[i] + fy * step))
+                # No wall: a node clamped to the box's edge stays there, and the few a small graph
+                # has pile up in a row along it. The anchors hold the drawing; _fit scales it in.
+                xs[i] += fx * step
+                ys[i] += fy * step
         temperature -= cooling
-    return _fit(xs, ys)
+    return _fit(xs, ys, height)
 
 
-def _rings(nodes: list[NodeRecord], edges: list[EdgeRecord], types: Sequence[str]) -> list[tuple[int, int]]:
+def _rings(
+    nodes: list[NodeRecord], edges: list[EdgeRecord], types: Sequence[str], height: float
+) -> list[tuple[int, int]]:
     """A sunflower (Vogel) spiral, nodes ordered by type then degree: one ring per type, hubs inward."""
     degree = dict.fromkeys((n.id for n in nodes), 0)
     for edge in edges:
@@ -200,15 +222,15 @@ def _rings(nodes: list[NodeRecord], edges: list[EdgeRecord], types: Sequence[str
         ys[i] = radius * sin_a
         # The next angle by rotation: cos/sin of a multiple of the golden angle from + and * only.
         cos_a, sin_a = cos_a * cos_step - sin_a * sin_step, sin_a * cos_step + cos_a * sin_step
-    return _fit(xs, ys)
+    return _fit(xs, ys, height)
 
 
-def _fit(xs: list[float], ys: list[float]) -> list[tuple[int, int]]:
-    """Stretch the drawing to fill the box (each axis on its own) and round to whole units."""
+def _fit(xs: list[float], ys: list[float], height: float) -> list[tuple[int, int]]:
+    """Stretch the drawing to fill the WIDTH × ``height`` box (each axis on its own), round to whole units."""
     low_x, high_x, low_y, high_y = min(xs), max(xs), min(ys), max(ys)
-    scale_x = (WIDTH - 2 * _MARGIN) / max(high_x - low_x, 1.0)
-    scale_y = (HEIGHT - 2 * _MARGIN) / max(high_y - low_y, 1.0)
+    scale_x = (WIDTH - 2 * MARGIN) / max(high_x - low_x, 1.0)
+    scale_y = (height - 2 * MARGIN) / max(high_y - low_y, 1.0)
     return [
-        (round(_MARGIN + (x - low_x) * scale_x), round(_MARGIN + (y - low_y) * scale_y))
+        (round(MARGIN + (x - low_x) * scale_x), round(MARGIN + (y - low_y) * scale_y))
         for x, y in zip(xs, ys, strict=True)
     ]

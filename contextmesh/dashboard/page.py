@@ -4,7 +4,7 @@
 in ``<script type="application/json" id="mesh-data">`` so the page works from ``file://`` with no
 server. Without them the data block stays empty and the page fetches ``data/mesh.json``.
 
-Invariants (``tests/dashboard/test_page.py``):
+Invariants (``tests/dashboard/test_dashboard_export.py``):
 
 1. Embedded JSON cannot end its script element or start a comment: :func:`script_safe` rewrites
    ``<``, ``>`` and ``&`` on the serialised text as ``\\u003c``, ``\\u003e``, ``\\u0026``. In JSON

@@ -22,23 +22,22 @@ and compares bytes with the committed ``dashboard/data/mesh.json``).
 
 from __future__ import annotations
 
-import tempfile
 from collections import Counter
 from pathlib import Path
 from statistics import median
 from typing import TYPE_CHECKING, Any
 
+from contextmesh.core.errors import ContextMeshError
 from contextmesh.core.graph import ContextGraph
+from contextmesh.dashboard import plan_band, round_runs
 from contextmesh.dashboard.marks import EDGE_CAP, HEIGHT, NODE_CAP, WIDTH, sample
-from contextmesh.demo.execute import run_walkthrough
-from contextmesh.demo.knowledge import break_sizing_assumption, build_world, round_questions
-from contextmesh.demo.saved import open_demo_session
 from contextmesh.execution.plan import Plan, Task
 from contextmesh.formats.run_ledger import EVENTS
 from contextmesh.knowledge.health import check
 from contextmesh.knowledge.pipeline import BuildReport
 from contextmesh.knowledge.resolve import Resolver
 from contextmesh.knowledge.traverse import Walker
+from contextmesh.project.bundled import bundled_project, extension_of
 
 if TYPE_CHECKING:
     from contextmesh.session.session import Session
@@ -73,23 +72,31 @@ def build_payload(
 def demo_payload(rounds: int = DEFAULT_ROUNDS, *, feed: Path | None = None) -> dict[str, Any]:
     """The bundled demo: build, ``rounds`` walk rounds, the sizing assumption broken, and the
     execute walk-through (round 1, advisory, recheck, repair, round 3) for the execution panel."""
-    world = build_world(rounds)
-    break_sizing_assumption(world)
-    if feed is None:
-        with tempfile.TemporaryDirectory(prefix="contextmesh-export-") as scratch:
-            walkthrough = run_walkthrough(feed=Path(scratch) / "advisories.json")
-    else:
-        walkthrough = run_walkthrough(feed=feed)
-    source = {"kind": "demo", "walk_rounds": world.walk_rounds, "plan": walkthrough.runner.name}
+    # The bundled example project's story, through its extension (ADR 0023): the graph walked and
+    # broken, and its plan's walk-through run in memory.
+    world, runner = _bundled("showcase")(rounds, _settings(feed))
+    source = {"kind": "demo", "walk_rounds": world.walk_rounds, "plan": runner.name}
     return assemble(
         world.graph,
         resolver=world.result.resolver,
         walker=world.walker,
         walk_rounds=world.walk_rounds,
         build=world.result.report,
-        runner=walkthrough.runner,
+        runner=runner,
         source=source,
     )
+
+
+def _settings(feed: Path | None) -> dict[str, Path]:
+    """The bundled project's settings this export was given (its auditor's file)."""
+    return {} if feed is None else {"feed": feed}
+
+
+def _bundled(part: str) -> Any:
+    found = getattr(extension_of(bundled_project()), part, None)
+    if not callable(found):
+        raise ContextMeshError(f"the bundled example project's extension has no {part!r}")
+    return found
 
 
 def session_payload(
@@ -100,8 +107,8 @@ def session_payload(
     question mix asked in memory (a session keeps walk telemetry, not the walks), and nothing is
     committed."""
     if session is None:
-        session = open_demo_session(directory, feed=feed, policy="never")
-    questions = round_questions()
+        session = bundled_project(_settings(feed)).open_session(directory, policy="never")
+    questions = _bundled("questions")()
     for _ in range(rounds):
         for question in questions:
             session.walker.ask(question)
@@ -141,7 +148,7 @@ def assemble(
         "source": source,
         "header": _header(graph, resolver, walker, walk_rounds, _plan_round(graph, runner)),
         "build": None if build is None else {"stages": build.to_dict()},
-        "graph": _graph(graph),
+        "graph": _graph(graph, runner),
         "hops": _hops(walker),
         "traffic": _traffic(graph),
         "tokens": _tokens(walker),
@@ -182,10 +189,12 @@ def _header(
     }
 
 
-def _graph(graph: ContextGraph) -> dict[str, Any]:
-    marks = sample(graph)
+def _graph(graph: ContextGraph, runner: Plan | None) -> dict[str, Any]:
+    band = None if runner is None else plan_band.band_for(graph, runner, _layers(runner.tasks))
+    marks = sample(graph) if band is None else sample(graph, pinned=band.positions, free_height=band.free_height)
     index = {node.id: i for i, node in enumerate(marks.nodes)}
     return {
+        "plan_band": None if band is None else band.to_dict(),
         "cap": NODE_CAP,
         "edge_cap": EDGE_CAP,
         "width": WIDTH,
@@ -206,6 +215,7 @@ def _graph(graph: ContextGraph) -> dict[str, Any]:
                 "live": node.live,
                 "invalidated": node.invalidated,
                 "degree": marks.degree[node.id],
+                "task": None if band is None else band.tasks.get(node.id),
             }
             for node, (x, y) in zip(marks.nodes, marks.positions, strict=True)
         ],
@@ -333,8 +343,10 @@ def _execution(runner: Plan) -> dict[str, Any]:
             }
         )
     counts = Counter(entry.event for entry in entries)
+    prefect = round_runs.add_round_runs(table, entries)
     return {
         "plan": runner.name,
+        "prefect": prefect,
         "round": runner.round,
         "layers": _layers(runner.tasks),
         "tasks": [

@@ -16,10 +16,10 @@ from typing import Any
 from contextmesh.core.canonical import ensure_canonical
 from contextmesh.core.errors import ContextMeshError, ExecutionError
 from contextmesh.execution.calls import TaskIdentity
-from contextmesh.execution.context import AuditContext, EvidenceView, RunContext, Verdict
-from contextmesh.execution.task_registry import Registration
+from contextmesh.execution.context import AuditContext, EvidenceView, FactRead, FactReader, RunContext, Verdict
+from contextmesh.execution.task_registry import Registration, TaskRegistry
 
-__all__ = ["AuditContractError", "TaskCodeError", "call_auditor", "call_worker"]
+__all__ = ["AuditContractError", "TaskCodeError", "call_auditor", "call_worker", "fact_reader"]
 
 
 class TaskCodeError(ExecutionError):
@@ -34,8 +34,25 @@ class AuditContractError(ExecutionError):
     """An auditor returned something that is not a verdict, or a malformed one."""
 
 
-def call_worker(registration: Registration, identity: TaskIdentity, inputs: MappingProxyType[str, Any]) -> Any:
-    """Run a worker on its task's inputs; its output must be plain JSON data."""
+def fact_reader(registry: TaskRegistry | None) -> FactReader | None:
+    """How a worker's context reads facts: through the fact sources of ``registry`` (none without one)."""
+    if registry is None:
+        return None
+    return lambda source, name: registry.lookup_fact(source).fn(name)
+
+
+def call_worker(
+    registration: Registration,
+    identity: TaskIdentity,
+    inputs: MappingProxyType[str, Any],
+    registry: TaskRegistry | None = None,
+    reads: list[FactRead] | None = None,
+) -> Any:
+    """Run a worker on its task's inputs; its output must be plain JSON data.
+
+    The facts it reads through ``ctx.read`` come from ``registry``'s fact sources; when ``reads`` is
+    given it ends holding exactly this call's tracked reads (emptied first: a retry starts afresh).
+    """
     ctx = RunContext(
         plan=identity.plan,
         task=identity.task,
@@ -43,7 +60,10 @@ def call_worker(registration: Registration, identity: TaskIdentity, inputs: Mapp
         worker_key=registration.key,
         assumption=identity.assumption,
         inputs=inputs,
+        reader=fact_reader(registry),
+        reads=[] if reads is None else reads,
     )
+    ctx.reads.clear()
     try:
         output = registration.fn(ctx)
     except Exception as exc:

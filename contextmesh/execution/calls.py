@@ -5,10 +5,10 @@ the task's :class:`TaskIdentity` (plan and task names, the attempt, the worker a
 the statement of its assumption and its id), the inputs copied from the tasks it needs and a
 read-only view of submitted evidence — never the live graph. For each call the executor runs the
 worker, then (if it succeeded) the auditor on :meth:`TaskCall.audit`, and returns a
-:class:`TaskOutcome`: an output or an error, a verdict or an audit error, and opaque run
-references (an orchestrator's run ids). Outcomes come back in call order; the Plan commits them in
-declaration order after the whole layer has joined, so graph bytes, decision ids and ledger order
-do not depend on which task finished first.
+:class:`TaskOutcome`: an output or an error, a verdict or an audit error, the facts the worker read
+through its context, and opaque run references (an orchestrator's run ids). Outcomes come back in
+call order; the Plan commits them in declaration order after the whole layer has joined, so graph
+bytes, decision ids and ledger order do not depend on which task finished first.
 
 The identity is the one record of a task's fields that travels: calls embed it, an orchestrator
 sends it as plain data (:meth:`TaskIdentity.to_dict`) and user code sees it through the contexts
@@ -23,7 +23,7 @@ from types import MappingProxyType
 from typing import Any, Protocol
 
 from contextmesh.core.errors import ExecutionError
-from contextmesh.execution.context import AuditContext, EvidenceView, RunContext, Verdict
+from contextmesh.execution.context import AuditContext, EvidenceView, FactRead, RunContext, Verdict
 from contextmesh.execution.task_registry import TaskRegistry
 
 __all__ = ["AuditCall", "Executor", "TaskCall", "TaskIdentity", "TaskOutcome", "TaskTimeoutError"]
@@ -100,6 +100,7 @@ class TaskOutcome:
     audit_error: ExecutionError | None = None
     run: dict[str, str | None] | None = None
     audit_run: dict[str, str | None] | None = None
+    reads: tuple[FactRead, ...] = ()
 
 
 class Executor(Protocol):

@@ -16,6 +16,7 @@ from typing import Any
 from contextmesh.core.errors import ExecutionError
 from contextmesh.execution.boundary import call_auditor, call_worker
 from contextmesh.execution.calls import AuditCall, Executor, TaskCall, TaskOutcome, TaskTimeoutError
+from contextmesh.execution.context import FactRead
 from contextmesh.execution.task_registry import Registration, TaskRegistry
 
 __all__ = ["AuditCall", "Executor", "InProcessExecutor", "TaskCall", "TaskOutcome", "TaskTimeoutError"]
@@ -55,14 +56,16 @@ def run_call(call: TaskCall, registry: TaskRegistry | None) -> TaskOutcome:
     """Run one task call's worker and auditor here, in this thread."""
     identity = call.identity
     outcome = TaskOutcome(identity.task)
+    reads: list[FactRead] = []
     try:
         worker = _resolve(registry, "worker", identity.worker_key, call.worker)
         outcome.output = _with_limits(
-            worker, lambda: call_worker(worker, identity, call.inputs), identity.task, "worker"
+            worker, lambda: call_worker(worker, identity, call.inputs, registry, reads), identity.task, "worker"
         )
     except ExecutionError as exc:
         outcome.error = exc
         return outcome
+    outcome.reads = tuple(reads)
     if not call.audited:
         return outcome
     judged = run_audit(call.audit(outcome.output), registry)

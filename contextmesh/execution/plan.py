@@ -4,8 +4,12 @@ A :class:`Plan` owns one plan on one graph. ``task(...)`` declares a task (keyed
 plan's :class:`TaskRegistry`, or a plain callable that cannot be checkpointed) with the
 statement it assumes, the tasks it needs and the artefacts it produces. Each round:
 
-* ``run()`` executes every task that is pending, stale or failed and whose ground stands, layer by
-  layer; a done task nobody invalidated is *cached* (its previous result stands); a task on a
+* ``run()`` first re-reads the world facts its decisions read through ``ctx.read`` and lets the
+  readers of a changed one fall (:mod:`~contextmesh.execution.facts`); then it executes every task
+  that is pending, stale or failed and whose ground stands, layer by layer — except a stale task
+  whose inputs, ground and facts came back unchanged, which is *revalidated* instead (early cutoff,
+  :mod:`~contextmesh.execution.cutoff`); a done task nobody invalidated is *cached* (its previous
+  result stands); a task on a
   rejected ground, or needing one that cannot run, is *blocked* with its reason (recomputed every
   round, never stored). An executed task that passes its audit becomes a new decision node that
   supersedes its previous one; its artefacts come back under their old ids; an artefact it no
@@ -47,10 +51,12 @@ from contextmesh.execution.recheck import recheck
 from contextmesh.execution.references import check_refs
 from contextmesh.execution.repair import repair
 from contextmesh.execution.reports import RecheckReport, RoundReport
+from contextmesh.execution.rerun import RerunPreview, preview_rerun, rerun_from
 from contextmesh.execution.rounds import run_round
 from contextmesh.execution.task import Task, TaskState, blocked, check_keys
 from contextmesh.execution.task_registry import TaskRegistry
 from contextmesh.execution.verdicts import AUTHOR
+from contextmesh.execution.watch import WatchMark
 from contextmesh.formats.run_ledger import RunLedger
 from contextmesh.knowledge.revisions import DocumentRef
 
@@ -80,6 +86,8 @@ class Plan:
         self.executor: Executor = executor if executor is not None else InProcessExecutor()
         self.tasks: dict[str, Task] = {}
         self.round = 0
+        # What each auditor that watches a slice last found standing (ADR 0019, execution/watch.py).
+        self.watched: dict[str, WatchMark] = {}
         self.assumptions = Assumptions(graph)
         self.decisions = DecisionLog(graph)
         title = f"execution plan: {name}"
@@ -103,13 +111,18 @@ class Plan:
         rationale: str = "",
         rests_on: Iterable[DocumentRef | str] = (),
         about: Iterable[str] = (),
+        volatile: bool = False,
     ) -> Task:
         """Declare a task. Its needs must be declared first, so declaration order is a topological order.
 
         ``rests_on`` names the documents (by name) or sentences (``DocumentRef(doc, quote=...)``) the
         task's result rests on, ``about`` the entities it is about; both are resolved against the
         graph's current revisions when the task runs (:mod:`~contextmesh.execution.references`).
+        A ``volatile`` task re-runs whenever anything upstream re-runs: early cutoff never keeps its
+        previous result (:mod:`~contextmesh.execution.cutoff`).
         """
+        if not isinstance(volatile, bool):
+            raise ExecutionError(f"task '{name}': volatile is true or false, not {volatile!r}")
         if not isinstance(name, str) or key_problem(name) is not None:
             raise ExecutionError(f"a task name is text with no whitespace or control characters, not {name!r}")
         if name in self.tasks:
@@ -139,6 +152,7 @@ class Plan:
             rationale=rationale,
             rests_on=refs,
             about=topics,
+            volatile=volatile,
             run=run,
             audit=audit,
         )
@@ -175,9 +189,20 @@ class Plan:
         """One round: run what is pending or stale (and failed) whose ground stands, layer by layer."""
         return run_round(self, include_failed=include_failed)
 
-    def recheck(self) -> RecheckReport:
-        """Run every standing auditor against current facts; execute nothing."""
-        return recheck(self)
+    def recheck(self, *, full: bool = False) -> RecheckReport:
+        """Run the standing auditors whose watched slice changed (every one when ``full``); execute nothing."""
+        return recheck(self, full=full)
+
+    def rerun_from(self, task_name: str, *, asked_by: str) -> RoundReport:
+        """Re-run ``task_name`` and every done task downstream of it (its output is suspect): one round.
+
+        See :mod:`contextmesh.execution.rerun`; :meth:`rerun_preview` says what would run.
+        """
+        return rerun_from(self, task_name, asked_by=asked_by)
+
+    def rerun_preview(self, task_name: str) -> RerunPreview:
+        """What :meth:`rerun_from` would run, changing nothing."""
+        return preview_rerun(self, task_name)
 
     def repair(
         self,

@@ -130,7 +130,10 @@ _ROUND_READERS: dict[str, Callable[[Any, str], Any]] = {
     "stale": _texts,
     "invalidations": _invalidations,
     "runs": _runs,
+    "revalidated": _text_map,
 }
+# Fields a report written before they existed does not hold, with the value they then mean.
+_ROUND_OPTIONAL: dict[str, Callable[[], Any]] = {"revalidated": dict}
 _RECHECK_READERS: dict[str, Callable[[Any, str], Any]] = {
     "round": _whole,
     "audited": _texts,
@@ -138,18 +141,29 @@ _RECHECK_READERS: dict[str, Callable[[Any, str], Any]] = {
     "failed": _text_map,
     "invalidations": _invalidations,
     "stale": _texts,
+    "skipped": _texts,
 }
 
 
-def _read(data: Any, readers: dict[str, Callable[[Any, str], Any]], path: str) -> dict[str, Any]:
+def _read(
+    data: Any,
+    readers: dict[str, Callable[[Any, str], Any]],
+    path: str,
+    optional: dict[str, Callable[[], Any]] | None = None,
+) -> dict[str, Any]:
     found = expect_dict(data, path)
-    exact_keys(found, readers, path)
-    return {name: read(found[name], field_path(path, name)) for name, read in readers.items()}
+    absent = {name: make() for name, make in (optional or {}).items() if name not in found}
+    exact_keys({**found, **absent}, readers, path)
+    return {
+        name: absent[name] if name in absent else read(found[name], field_path(path, name))
+        for name, read in readers.items()
+    }
 
 
 def round_report_from_dict(data: Any, path: str = "report") -> RoundReport:
-    """A :class:`RoundReport` from what :func:`to_dict` wrote; anything else is refused, naming the place."""
-    return RoundReport(**_read(data, _ROUND_READERS, path))
+    """A :class:`RoundReport` from what :func:`to_dict` wrote (a report from before early cutoff, without
+    ``revalidated``, too); anything else is refused, naming the place."""
+    return RoundReport(**_read(data, _ROUND_READERS, path, _ROUND_OPTIONAL))
 
 
 def recheck_report_from_dict(data: Any, path: str = "report") -> RecheckReport:

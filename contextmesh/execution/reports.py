@@ -23,6 +23,9 @@ class RoundReport:
     stale: list[str] = field(default_factory=list)
     invalidations: list[InvalidationReport] = field(default_factory=list)
     runs: dict[str, dict[str, str | None] | None] = field(default_factory=dict)
+    # Early cutoff (ADR 0018): the stale tasks whose inputs came back unchanged, each with why; they
+    # are in ``cached`` too, because their previous result stands.
+    revalidated: dict[str, str] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         """Plain data."""
@@ -48,6 +51,8 @@ class RecheckReport:
     failed: dict[str, str] = field(default_factory=dict)
     invalidations: list[InvalidationReport] = field(default_factory=list)
     stale: list[str] = field(default_factory=list)
+    # The standing tasks whose auditors were not run: nothing they watch changed (ADR 0019).
+    skipped: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         """Plain data."""
@@ -57,5 +62,6 @@ class RecheckReport:
             "audit_errors": self.audit_errors,
             "failed": self.failed,
             "stale": self.stale,
+            "skipped": self.skipped,
             "invalidations": [r.to_dict() for r in self.invalidations],
         }

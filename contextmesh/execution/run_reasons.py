@@ -14,8 +14,16 @@ the repairs recorded since the last one, which carry the previous round's number
   <id>): <chain>``;
 * ``disproved`` (its own ground) — ``its ground '<statement>' was disproved (evidence <id>): <reason>``;
 * ``failed`` — ``retry after failure: <detail>``;
+* ``requested`` — ``rerun from <task>, asked by <who>`` (``contextmesh rerun-from``);
 * an ``executed`` entry and nothing after it — ``input changed``;
+* ``invalidated`` after a ``fact_changed`` entry (a fact it read through its context changed, noticed
+  at the start of this very round, so these entries count although they carry its number) —
+  ``a fact it read changed: <chain>``;
 * nothing at all — ``first run``.
+
+A task that did not run has a reason too (:func:`cached_reason`): ``untouched, its previous result
+stands``, or — revalidated by early cutoff (ADR 0018) — the ``revalidated`` entry's words
+(``output unchanged: <need> now <16 hex>, was <16 hex>; …``).
 """
 
 from __future__ import annotations
@@ -30,8 +38,10 @@ if TYPE_CHECKING:
     from contextmesh.execution.plan import Plan
 
 __all__ = [
+    "UNTOUCHED",
     "Disproof",
     "Reason",
+    "cached_reason",
     "disproofs_in",
     "reason_for",
     "recheck_message",
@@ -41,8 +51,11 @@ __all__ = [
     "round_story",
 ]
 
-ReasonKind = Literal["first run", "repaired", "disproved", "failed", "input changed"]
-_EXPLAINING = frozenset({"executed", "repaired", "invalidated", "disproved", "failed"})
+ReasonKind = Literal["first run", "repaired", "disproved", "failed", "input changed", "fact changed", "requested"]
+_EXPLAINING = frozenset({"executed", "repaired", "invalidated", "disproved", "failed", "requested"})
+# What a round writes before it runs anything: the facts it found changed and what fell with them.
+_PROLOGUE = frozenset({"fact_changed", "invalidated"})
+UNTOUCHED = "untouched, its previous result stands"
 MESSAGE_LIMIT = 1500  # a state message is read on one screen; the table artifact holds every row
 _LISTED = 8
 
@@ -90,27 +103,49 @@ class Reason:
     key: str | None = None
 
 
-def _disproof_before(entries: tuple[LedgerEntry, ...], index: int) -> Disproof | None:
-    """The disproof an ``invalidated`` entry at ``index`` follows (the nearest one of its round)."""
+def _cause_before(entries: tuple[LedgerEntry, ...], index: int) -> LedgerEntry | None:
+    """The ``disproved`` or ``fact_changed`` entry an ``invalidated`` entry at ``index`` follows
+    (the nearest one of its round)."""
     round_ = entries[index].round
     for entry in reversed(entries[:index]):
         if entry.round != round_:
             return None
-        if entry.event == "disproved":
-            return Disproof.of(entry)
+        if entry.event in {"disproved", "fact_changed"}:
+            return entry
     return None
+
+
+def _disproof_before(entries: tuple[LedgerEntry, ...], index: int) -> Disproof | None:
+    """The disproof an ``invalidated`` entry at ``index`` follows (the nearest one of its round)."""
+    cause = _cause_before(entries, index)
+    return Disproof.of(cause) if cause is not None and cause.event == "disproved" else None
+
+
+def _prologue_end(entries: tuple[LedgerEntry, ...], round_: int) -> int:
+    """The index after round ``round_``'s prologue (its ``fact_changed`` and ``invalidated`` entries
+    written before it ran anything), or 0 when the ledger holds nothing of that round yet."""
+    start = next((i for i in range(len(entries) - 1, -1, -1) if entries[i].round < round_), -1) + 1
+    end = start
+    while end < len(entries) and entries[end].round == round_ and entries[end].event in _PROLOGUE:
+        end += 1
+    return end if end > start and entries[start].round == round_ else 0
 
 
 def reason_for(plan: Plan, task: str, round_: int) -> Reason:
     """Why ``task`` ran in round ``round_`` of ``plan``, read off the entries recorded before it."""
     entries = plan.ledger.entries
+    prologue = _prologue_end(entries, round_)
     for index in range(len(entries) - 1, -1, -1):
         entry = entries[index]
-        if entry.task != task or entry.round >= round_ or entry.event not in _EXPLAINING:
+        earlier = entry.round < round_ or (entry.round == round_ and index < prologue)
+        if entry.task != task or not earlier or entry.event not in _EXPLAINING:
             continue
         if entry.event == "repaired":
             return Reason("repaired", f"repaired onto {entry.key}: {entry.detail}", key=entry.key)
         if entry.event == "invalidated":
+            cause = _cause_before(entries, index)
+            if cause is not None and cause.event == "fact_changed":
+                return Reason("fact changed", f"a fact it read changed: {entry.detail}")
             disproof = _disproof_before(entries, index)
             said = disproof.said() if disproof else "its ground was disproved"
             return Reason("disproved", f"{said}: {entry.detail}", disproof)
@@ -119,6 +154,8 @@ def reason_for(plan: Plan, task: str, round_: int) -> Reason:
             return Reason("disproved", f"its ground {disproof.said()}: {disproof.reason}", disproof)
         if entry.event == "failed":
             return Reason("failed", f"retry after failure: {entry.detail}")
+        if entry.event == "requested":  # rerun-from (ADR 0019 §7): who asked, from which task
+            return Reason("requested", entry.detail)
         return Reason("input changed", "input changed")
     return Reason("first run", "first run")
 
@@ -143,7 +180,8 @@ def round_rows(plan: Plan, report: RoundReport) -> list[dict[str, str]]:
         elif name in report.stale:
             outcome, reason = "stale", task.error or "its ground fell this round"
         elif name in report.cached:
-            outcome, reason = "cached", "untouched, its previous result stands"
+            found = report.revalidated.get(name)
+            outcome, reason = "cached", UNTOUCHED if found is None else f"revalidated — {found}"
         else:
             outcome, reason = task.state.value, ""
         rows.append({"task": name, "outcome": outcome, "reason": reason})
@@ -196,8 +234,21 @@ def round_message(plan: Plan, report: RoundReport, mode: str) -> str:
     stale = [name for name in report.stale if name not in report.failed]
     if stale:
         parts.append(f"went stale before committing: {_names(stale)}")
+    if report.revalidated:
+        parts.append(f"revalidated {_names(list(report.revalidated))} (what they read is unchanged)")
     parts.append(f"{_names(report.cached)} cached" if report.cached else "nothing cached")
     return _clip(f"round {report.round} ({mode}): " + "; ".join(parts))
+
+
+def cached_reason(plan: Plan, task: str) -> str:
+    """Why ``task``'s previous result stands after the plan's latest round: the words of its
+    ``revalidated`` entry of that round (early cutoff), else ``untouched, its previous result stands``."""
+    for entry in reversed(plan.ledger.entries):
+        if entry.round != plan.round:
+            break
+        if entry.task == task and entry.event == "revalidated":
+            return f"revalidated — {entry.detail}"
+    return UNTOUCHED
 
 
 def disproofs_in(plan: Plan, round_: int) -> list[Disproof]:

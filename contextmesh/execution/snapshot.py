@@ -27,6 +27,7 @@ from contextmesh.core.ids import slug
 from contextmesh.execution.calls import Executor
 from contextmesh.execution.plan import Plan, Task, TaskState
 from contextmesh.execution.task_registry import TaskRegistry
+from contextmesh.execution.watch import marks_data, restore_marks
 from contextmesh.formats.records import check_header, exact_keys, expect_dict, expect_list
 from contextmesh.formats.run_ledger import RunLedger
 from contextmesh.knowledge.revisions import DocumentRef
@@ -63,7 +64,7 @@ _TASK_FIELDS = (
 )
 # Written only when not empty, after the thirteen (E28, E29): a plan whose tasks rest on no document
 # writes exactly the file it wrote before tasks could.
-_OPTIONAL_FIELDS = ("rests_on", "about")
+_OPTIONAL_FIELDS = ("rests_on", "about", "volatile")
 
 
 def snapshot_plan(plan: Plan) -> dict[str, Any]:
@@ -75,6 +76,7 @@ def snapshot_plan(plan: Plan) -> dict[str, Any]:
         "plan": plan.name,
         "round": plan.round,
         "tasks": [_task_data(t) for t in plan.tasks.values()],
+        **marks_data(plan),  # optional (E31): absent while no auditor's mark is in force
     }
 
 
@@ -84,6 +86,8 @@ def _task_data(task: Task) -> dict[str, Any]:
         optional["rests_on"] = [ref.to_data() for ref in task.rests_on]
     if task.about:
         optional["about"] = list(task.about)
+    if task.volatile:
+        optional["volatile"] = True  # E30: written only when true (ADR 0018)
     return {
         "name": task.name,
         "worker_key": task.worker_key,
@@ -147,7 +151,7 @@ def restore_plan(
     """
     top = expect_dict(data, "$")
     check_header(top, EXECUTION_SCHEMA, EXECUTION_VERSION, original_versions=(1,))
-    exact_keys(top, ("schema", "version", "plan", "round", "tasks"), "$")
+    exact_keys(top, ("schema", "version", "plan", "round", "tasks", *(["watched"] if "watched" in top else [])), "$")
     plan_name = _text(top["plan"], "plan")
     round_ = top["round"]
     if type(round_) is not int or round_ < 0:
@@ -165,6 +169,8 @@ def restore_plan(
     plan = Plan(plan_name, graph, registry=registry, ledger=ledger, executor=executor)
     plan.tasks = tasks
     plan.round = round_
+    if "watched" in top:
+        plan.watched = restore_marks(top["watched"], tasks)
     return plan
 
 
@@ -204,7 +210,19 @@ def _restore_task(
         error=_text(item["error"], f"{path}.error", nullable=True, empty=True),
         rests_on=_restore_refs(item, path),
         about=_restore_about(item, path),
+        volatile=_restore_volatile(item, path),
     )
+
+
+def _restore_volatile(item: dict[str, Any], path: str) -> bool:
+    """E30: ``volatile``, when present, is ``true`` (a task that is not volatile does not write it)."""
+    if "volatile" not in item:
+        return False
+    if item["volatile"] is not True:
+        raise SnapshotError(
+            f"{path}.volatile", repr(item["volatile"]), "the field is written only when a task is volatile: true"
+        )
+    return True
 
 
 def _restore_refs(item: dict[str, Any], path: str) -> tuple[DocumentRef, ...]:

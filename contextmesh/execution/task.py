@@ -46,6 +46,8 @@ class Task:
     rationale: str = ""
     rests_on: tuple[DocumentRef, ...] = ()
     about: tuple[str, ...] = ()
+    # Re-run whenever anything upstream re-runs: never revalidated by early cutoff (ADR 0018).
+    volatile: bool = False
     state: TaskState = TaskState.PENDING
     attempt: int = 0
     decision_id: str | None = None

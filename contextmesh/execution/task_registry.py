@@ -7,6 +7,13 @@ table and nothing else — no module path, no qualified name, no import, no simi
 
 A key is registered with ``register_worker(key, fn)`` or, above the function, the decorator
 ``@registry.worker(key)`` (auditors alike); the engine looks it up with ``lookup_worker(key)``.
+A third namespace holds **fact sources** (``register_fact(key, fn)`` / ``@registry.fact(key)``):
+``fn(name)`` returns one named world fact as plain data, which a worker reads through
+``ctx.read(key, name)`` and the engine re-reads to notice a change (ADR 0018).
+An auditor may declare what it watches (ADR 0019): ``watches=fingerprint`` — a function of a
+:class:`~contextmesh.execution.watch.WatchContext` returning text, a cheap fingerprint of the slice
+of the world it reads — and ``reads=("kind", …)``, the evidence kinds it reads. A recheck runs it
+only when one of them changed; an auditor that declares neither runs at every recheck.
 
 A table is process-local. It reaches another process (a Dask or Ray worker running one task of a
 wide layer) only by being **rebuilt there from deployment code**: a registry made with
@@ -34,7 +41,7 @@ Invariants (``tests/test_registry.py``, ``tests/test_registry_pickle.py``; an AS
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from difflib import get_close_matches
 from types import FunctionType
@@ -58,6 +65,13 @@ class Registration:
     fn: Callable[..., Any]
     timeout: float | None = None
     retries: int = 0
+    watches: Callable[..., Any] | None = None
+    reads: tuple[str, ...] = ()
+
+    @property
+    def declares(self) -> bool:
+        """True when the auditor declared what it watches (a fingerprint, evidence kinds, or both)."""
+        return self.watches is not None or bool(self.reads)
 
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -118,6 +132,19 @@ def _rebuilt(build: Callable[..., TaskRegistry], args: tuple[Any, ...], keys: di
     return registry
 
 
+def _kinds(key: str, reads: Iterable[str]) -> tuple[str, ...]:
+    """The evidence kinds an auditor reads: distinct non-empty text, sorted (a plain string is refused)."""
+    if isinstance(reads, str) or not isinstance(reads, Iterable):
+        raise RegistryError(
+            f"auditor '{key}': reads= is a list of evidence kinds, not {reads!r} (write reads=({reads!r},))"
+        )
+    kinds = tuple(reads)
+    for kind in kinds:
+        if not isinstance(kind, str) or not kind.strip():
+            raise RegistryError(f"auditor '{key}': an evidence kind in reads= is non-empty text, not {kind!r}")
+    return tuple(sorted(set(kinds)))
+
+
 class TaskRegistry:
     """Two namespaces of keys: workers (do the work) and auditors (judge it and its ground).
 
@@ -126,7 +153,7 @@ class TaskRegistry:
     """
 
     def __init__(self, *, recipe: Recipe | None = None) -> None:
-        self._spaces: dict[str, dict[str, Registration]] = {"worker": {}, "auditor": {}}
+        self._spaces: dict[str, dict[str, Registration]] = {"worker": {}, "auditor": {}, "fact": {}}
         self._recipe: Recipe | None = None if recipe is None else _checked_recipe(recipe)
 
     @property
@@ -151,10 +178,43 @@ class TaskRegistry:
         self._register("worker", key, fn, timeout, retries)
 
     def register_auditor(
-        self, key: str, fn: Callable[..., Any], *, timeout: float | None = None, retries: int = 0
+        self,
+        key: str,
+        fn: Callable[..., Any],
+        *,
+        timeout: float | None = None,
+        retries: int = 0,
+        watches: Callable[..., Any] | None = None,
+        reads: Iterable[str] = (),
     ) -> None:
-        """Register the auditor behind ``key``."""
+        """Register the auditor behind ``key``, with what it watches (``watches``, ``reads``) if it says."""
+        if watches is not None and not callable(watches):
+            raise RegistryError(f"auditor '{key}': watches= is a fingerprint function, not {type(watches).__name__}")
+        kinds = _kinds(key, reads)
         self._register("auditor", key, fn, timeout, retries)
+        if watches is not None or kinds:
+            held = self._spaces["auditor"][key]
+            self._spaces["auditor"][key] = Registration(key, fn, held.timeout, held.retries, watches, kinds)
+
+    def register_fact(self, key: str, fn: Callable[[str], Any]) -> None:
+        """Register the fact source behind ``key``: ``fn(name)`` returns the fact ``name`` (plain data)."""
+        self._register("fact", key, fn, None, 0)
+
+    def fact(self, key: str) -> Callable[[F], F]:
+        """Decorator: register the function below as the fact source behind ``key``; it is returned unchanged."""
+
+        def register(fn: F) -> F:
+            self.register_fact(key, fn)
+            return fn
+
+        return register
+
+    def lookup_fact(self, key: str) -> Registration:
+        """The registration of a fact source key."""
+        found = self._spaces["fact"].get(key)
+        if found is None:
+            raise RegistryError(f"no fact source is registered under '{key}' in this deployment's registry")
+        return found
 
     def _register(self, space: str, key: str, fn: Callable[..., Any], timeout: float | None, retries: int) -> None:
         problem = key_problem(key)
@@ -191,11 +251,22 @@ class TaskRegistry:
 
         return register
 
-    def auditor(self, key: str, *, timeout: float | None = None, retries: int = 0) -> Callable[[F], F]:
-        """Decorator: register the function below as the auditor behind ``key``; it is returned unchanged."""
+    def auditor(
+        self,
+        key: str,
+        *,
+        timeout: float | None = None,
+        retries: int = 0,
+        watches: Callable[..., Any] | None = None,
+        reads: Iterable[str] = (),
+    ) -> Callable[[F], F]:
+        """Decorator: register the function below as the auditor behind ``key``; it is returned unchanged.
+
+        ``watches=fingerprint`` and ``reads=("kind", …)`` say what it watches (see :meth:`register_auditor`).
+        """
 
         def register(fn: F) -> F:
-            self.register_auditor(key, fn, timeout=timeout, retries=retries)
+            self.register_auditor(key, fn, timeout=timeout, retries=retries, watches=watches, reads=reads)
             return fn
 
         return register
@@ -232,5 +303,5 @@ class TaskRegistry:
         return key in self._spaces["auditor"]
 
     def describe(self) -> dict[str, list[str]]:
-        """The registered keys, sorted, and nothing else."""
-        return {f"{space}s": sorted(table) for space, table in self._spaces.items()}
+        """The registered keys, sorted, and nothing else (``facts`` only when a fact source is registered)."""
+        return {f"{space}s": sorted(table) for space, table in self._spaces.items() if table or space != "fact"}

@@ -7,6 +7,7 @@ is one ledger entry (or one per invalidated node), in the order the plan commits
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
@@ -26,7 +27,17 @@ from contextmesh.execution.task import Task, TaskState
 if TYPE_CHECKING:
     from contextmesh.execution.plan import Plan
 
-__all__ = ["AUTHOR", "RunRef", "check_contract", "decide", "disprove", "evidence_views", "fail", "mark_checked"]
+__all__ = [
+    "AUTHOR",
+    "RunRef",
+    "check_contract",
+    "decide",
+    "disprove",
+    "evidence_views",
+    "fail",
+    "mark_checked",
+    "produced_artefacts",
+]
 
 # The author the plan records on what it writes (``created_by``, ``extractor``). Graph files
 # already hold this word, so it stays although the class is called Plan now.
@@ -71,6 +82,7 @@ def check_contract(graph: ContextGraph, outcomes: list[TaskOutcome]) -> None:
 def mark_checked(plan: Plan, task: Task) -> None:
     """Note on the task's ground the round an auditor last found it standing."""
     plan.graph.node(task.assumption_id).attrs["checked_round"] = plan.round
+    plan.graph.touch(task.assumption_id)  # a field set in place: the session's journal must hear of it
 
 
 def fail(plan: Plan, task: Task, reason: str, failed: dict[str, str], run_ref: RunRef) -> None:
@@ -82,16 +94,23 @@ def fail(plan: Plan, task: Task, reason: str, failed: dict[str, str], run_ref: R
 
 
 def decide(
-    plan: Plan, task: Task, verdict: Verdict | None, run_ref: RunRef, audit_ref: RunRef, failed: dict[str, str]
+    plan: Plan,
+    task: Task,
+    verdict: Verdict | None,
+    run_ref: RunRef,
+    audit_ref: RunRef,
+    failed: dict[str, str],
+    facts: Sequence[str] = (),
 ) -> bool:
     """The output stands: a new decision node supersedes the task's previous one (True), unless the
-    documents it rests on no longer name what it rests on (the task fails with the reason, False)."""
+    documents it rests on no longer name what it rests on (the task fails with the reason, False).
+    ``facts`` are the claims of the facts its worker read through ``ctx.read`` (ADR 0018)."""
     graph = plan.graph
     grounds = task_grounds(graph, task.rests_on, task.about)
     if isinstance(grounds, str):  # the documents changed while the task ran
         fail(plan, task, f"cannot commit: {grounds}", failed, run_ref)
         return False
-    entity_ids = _artefacts(graph, task)
+    entity_ids = produced_artefacts(graph, task)
     record = plan.decisions.decide(
         f"{task.name} ({plan.name})",
         rationale=task.rationale or f"task '{task.name}' of plan '{plan.name}' ran {task.worker_key or 'a callable'}",
@@ -100,7 +119,7 @@ def decide(
         assumptions=[task.assumption_id],
         needs=[plan.tasks[n].decision_id for n in task.needs if plan.tasks[n].decision_id],  # type: ignore[misc]
         produces=entity_ids,
-        rests_on=grounds.grounds.claims,
+        rests_on=[*grounds.grounds.claims, *facts],
         cites=grounds.grounds.sources,
         supersedes=task.decision_id,
         attrs={
@@ -142,7 +161,7 @@ def decide(
     return True
 
 
-def _artefacts(graph: ContextGraph, task: Task) -> list[str]:
+def produced_artefacts(graph: ContextGraph, task: Task) -> list[str]:
     """The entity ids of what the task produces: new ones added, fallen ones revived."""
     entity_ids = []
     for product in task.produces:

@@ -87,7 +87,8 @@ def ontology_digest(ontology: Ontology) -> str:
     )
 
 
-def _provenance(p: Provenance | None) -> dict[str, Any] | None:
+def provenance_data(p: Provenance | None) -> dict[str, Any] | None:
+    """A record's provenance as the graph file writes it (the journal writes records the same way)."""
     if p is None:
         return None
     return {
@@ -99,6 +100,22 @@ def _provenance(p: Provenance | None) -> dict[str, Any] | None:
     }
 
 
+def assumption_data(a: AssumptionRecord) -> dict[str, Any]:
+    """An assumption record as the graph file writes it (the journal writes changed ones the same way)."""
+    return {
+        "id": a.id,
+        "statement": a.statement,
+        "status": a.status,
+        "version": a.version,
+        "created_by": a.created_by,
+        "created_at_build": a.created_at_build,
+        "evidence_ids": list(a.evidence_ids),
+        "supersedes": a.supersedes,
+        "superseded_by": a.superseded_by,
+        "rejected_at_build": a.rejected_at_build,
+    }
+
+
 def graph_to_dict(graph: ContextGraph) -> dict[str, Any]:
     """The graph as plain data, records in insertion order."""
     nodes = [
@@ -107,7 +124,7 @@ def graph_to_dict(graph: ContextGraph) -> dict[str, Any]:
             "type": n.type,
             "label": n.label,
             "attrs": n.attrs,
-            "provenance": _provenance(n.provenance),
+            "provenance": provenance_data(n.provenance),
             "embedding": n.embedding,
             "build": n.build,
             "walks": n.walks,
@@ -132,21 +149,7 @@ def graph_to_dict(graph: ContextGraph) -> dict[str, Any]:
         }
         for row in table.rows()
     ]
-    assumptions = [
-        {
-            "id": a.id,
-            "statement": a.statement,
-            "status": a.status,
-            "version": a.version,
-            "created_by": a.created_by,
-            "created_at_build": a.created_at_build,
-            "evidence_ids": list(a.evidence_ids),
-            "supersedes": a.supersedes,
-            "superseded_by": a.superseded_by,
-            "rejected_at_build": a.rejected_at_build,
-        }
-        for a in graph.assumptions.values()
-    ]
+    assumptions = [assumption_data(a) for a in graph.assumptions.values()]
     return {
         "schema": GRAPH_SCHEMA,
         "version": GRAPH_VERSION,

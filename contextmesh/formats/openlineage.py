@@ -92,6 +92,8 @@ def openlineage_events(
     for entry in ledger.entries:
         if entry.event == "disproved":
             disproof = entry
+        elif entry.event == "fact_changed":
+            disproof = None  # what falls next fell to a changed fact (ADR 0018), not to the last disproof
         elif entry.event == "invalidated" and entry.task is not None and disproof is not None:
             fallen[entry.task] = _Fall(disproof, entry)
         elif entry.event in _RUNS and entry.task is not None:

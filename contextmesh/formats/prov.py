@@ -80,6 +80,8 @@ def prov_document(ledger: RunLedger, graph: ContextGraph, *, plan: str, base: st
     for entry in ledger.entries:
         if entry.event == "disproved":
             disproof = _disproof(out, entry, graph)
+        elif entry.event == "fact_changed":
+            disproof = None  # what falls next fell to a changed fact (ADR 0018), not to the last disproof
         elif entry.event == "invalidated" and disproof is not None and entry.decision_id is not None:
             _invalidated(out, entry, graph, disproof)
             if entry.task is not None:

@@ -61,6 +61,9 @@ EVENTS = (
     "blocked",
     "failed",
     "audit_error",
+    "revalidated",
+    "fact_changed",
+    "requested",
 )
 _FIELDS = ("seq", "round", "event", "task", "decision_id", "key", "detail", "receipt", "run", "previous", "digest")
 _HEX = re.compile(r"^[0-9a-f]{64}$")

@@ -23,13 +23,14 @@ An **ambiguous mention** is an acronym that could mean two or more entities: the
 the initials of their name without its first word (the generic part people abbreviate:
 "Eastfield Sewage Treatment Plant" is an "STP"), or an alias. :func:`ambiguous_acronyms` finds
 them; the walk tries each reading and dead-ends as ``entity_unresolved`` naming the candidates
-unless the context makes one reading clearly better (:data:`READING_MARGIN`).
+unless the context makes one reading clearly better (:data:`READING_MARGIN`) or every reading finds
+the same answer, and that answer holds two or more of the question's other words.
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from contextmesh.knowledge.ranking import AnswerIndex, Candidate, Reach
@@ -46,6 +47,7 @@ __all__ = [
     "THRESHOLD",
     "Verdict",
     "ambiguous_acronyms",
+    "choose",
     "doubt",
     "initials_index",
     "low_confidence",
@@ -64,6 +66,16 @@ STRICT_RELATIONS = frozenset({"supersedes", "contradicts", "cites", "produces", 
 def sure(confidence: float) -> bool:
     """True when a confidence reaches :data:`THRESHOLD` (compared at six decimals: sums of shares are not exact)."""
     return round(confidence, 6) >= THRESHOLD
+
+
+def choose(candidates: Iterable[Candidate]) -> Candidate | None:
+    """The first candidate in doubt of none (:func:`~contextmesh.knowledge.standing.doubted`) when it is
+    confident, else the first confident one in doubt, else the first: what yields to what (ADR 0022)."""
+    pool = list(candidates)
+    clear = next((c for c in pool if c.doubt is None), None)
+    if clear is not None and sure(clear.confidence):
+        return clear
+    return next((c for c in pool if c.doubt is not None and sure(c.confidence)), clear or (pool[0] if pool else None))
 
 
 def _describe(graph: ContextGraph, node_id: str) -> str:

@@ -3,8 +3,8 @@
 A corpus file is JSON: ``entities`` (canonical names with registered aliases) and ``sources``
 (title, origin, ISO retrieval date or null, spans with a headline ``text``, a ``body`` and explicit
 ``relations`` to other spans). The sidecar lists the corpus's assumptions and decisions, and
-nothing else (a scenario that breaks one of them is its user's own data: the demo keeps its own in
-``contextmesh/demo/break.json``); ``load_sidecar`` checks every reference against the corpus.
+nothing else (a scenario that breaks one of them is its user's own data, kept in a file of their
+own); ``load_sidecar`` checks every reference against the corpus.
 Both loaders treat their files as untrusted: unknown fields, duplicate keys, bad dates and dangling
 references are refused with a path.
 """

@@ -35,7 +35,12 @@ _RELATIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
         ("contradicts",),
     ),
     (r"\bshow(ed|s|n)? that\b.*\b(not|never|no longer)\b", ("contradicts",)),
-    (r"\b(cite[sd]?|citing|point(s|ed)? to|refer(s|red)? to|quot(e|es|ed))\b", ("cites",)),
+    (
+        r"\b(cite[sd]?|citing|point(s|ed)? to|refer(s|red)? to|quot(e|es|ed)|implement(s|ed)?)\b",
+        ("cites",),
+    ),
+    # "Based on" reads as "rests on" (a decision's assumptions and claims) as often as a citation.
+    (r"\b(based on|builds? on|built on|draws? on)\b", ("depends_on", "derived_from", "cites")),
     (
         r"\b(depend(s|ed|ing)? on|rest(s|ed)? on|rel(y|ies|ied) on|take[sn]? for granted|presuppos(e|es|ed))\b",
         ("depends_on", "derived_from"),
@@ -62,10 +67,10 @@ _PAST = re.compile(
 )
 _CUE_WORDS = (
     "replace replaced superseded supersede supersedes contradict contradicts contradicted dispute disputes "
-    "disputed refute refuted disprove disproved cite cites cited point points depend depends rest rests "
-    "rely relies produce produced produces bring brought create created support supports supported back "
-    "justify justifies justified stand stands behind decision decisions assumption assumptions evidence claim "
-    "claims statement statements"
+    "disputed refute refuted disprove disproved cite cites cited point points implement implements implemented "
+    "based builds draws depend depends rest rests "
+    "rely relies produce produced produces bring brought create created decision decisions assumption "
+    "assumptions evidence claim claims statement statements"
 )
 _CUES = frozenset(content_stems(_CUE_WORDS))
 

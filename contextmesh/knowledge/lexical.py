@@ -140,6 +140,11 @@ class Bm25:
         counts = self._tf.get(key, {})
         return sum(1 for term in dict.fromkeys(query) if term in counts)
 
+    def held(self, key: str, query: Sequence[str]) -> tuple[str, ...]:
+        """The distinct query terms the document holds, in query order."""
+        counts = self._tf.get(key, {})
+        return tuple(term for term in dict.fromkeys(query) if term in counts)
+
     def ideal(self, query: Sequence[str]) -> float:
         """The score of an average-length document holding every query term once in its headline.
 

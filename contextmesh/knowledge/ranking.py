@@ -8,6 +8,10 @@ so the path a walk shows is the path it scored. Two kinds of candidate:
   one edge of that relation away from a node the walk reached (the *anchor*): the path is the
   anchor's path plus that edge. The anchor is what the question describes, the answer is what
   stands across the relation from it ("what replaced X?" describes X and asks for its successor).
+  A citation points at a document (a link lands on its first sentence), so across a ``cites`` edge
+  to a claim every other claim of that claim's source is a candidate too, on the path
+  cited claim → source → claim. The other end is judged on the question's words the anchor does
+  not hold: those are what the question says about it.
 
 The score, with the weights of :class:`Weights` (calibrated on the development questions,
 ``docs/adr/0013-lexical-evidence.md`` and ``0014-walk-ranking-and-confidence.md``):
@@ -15,7 +19,9 @@ The score, with the weights of :class:`Weights` (calibrated on the development q
 * ``lexical`` × BM25F coverage (headline and body) of the question's residual stems — what it
   says beyond the entities it names and the relation cues — by the node (direct) or by the anchor
   (across; plus ``other_end`` × the answer's own coverage);
-* ``entities`` × the share of the question's resolved entities within one edge of that node;
+* ``entities`` × the share of the question's resolved entities within one edge of that node —
+  counted at ``1 − unheld`` for a plain question naming one entity when the node holds none of
+  the question's words the collection uses elsewhere (it shows the entity exists, not an answer);
 * ``intent`` when the path's last edge is of a type the question asks across, ``node_type`` when
   the answer is of the type asked for ("which decision…"), ``causal`` for a *why* question
   answered by a node that states a cause;
@@ -24,6 +30,11 @@ The score, with the weights of :class:`Weights` (calibrated on the development q
 The **confidence** of a candidate is the share of the question it carries: the lexical coverage
 of the node that matches the question (the anchor's for an across candidate), or, when the
 question says nothing beyond its entities, the entity share.
+
+What no longer stands is marked (:mod:`~contextmesh.knowledge.standing`): a *fallen* node ranks
+after every standing one unless it was reached over the relation asked for; a claim *in doubt*
+(it supported a decision resting on a rejected assumption) keeps its place, and the live claims
+and evidence that contradict it become candidates on its path (ADR 0022).
 
 Invariant: deterministic — candidates are built in reach order and ties break by fewer hops,
 then the graph's insertion sequence.
@@ -38,7 +49,7 @@ from typing import TYPE_CHECKING
 
 from contextmesh.knowledge.intent import Intent
 from contextmesh.knowledge.lexical import Bm25, LexicalDocument, fold, terms_of
-from contextmesh.knowledge.standing import fallen
+from contextmesh.knowledge.standing import doubted, fallen
 
 if TYPE_CHECKING:
     from contextmesh.core.graph import ContextGraph
@@ -66,6 +77,7 @@ class Weights:
     other_end: float = 0.2
     causal: float = 0.1
     hop: float = 0.02
+    unheld: float = 0.5
 
 
 @dataclass(frozen=True)
@@ -92,6 +104,7 @@ class Candidate:
     anchor: str | None = None
     fallen: str | None = None
     crossed: bool = False
+    doubt: str | None = None
 
     @property
     def hops(self) -> int:
@@ -147,6 +160,10 @@ class AnswerIndex:
     def matched(self, node_id: str, stems: tuple[str, ...]) -> int:
         """How many of the question's distinct stems the node holds."""
         return self.bm25.matched(node_id, self.terms(stems))
+
+    def held(self, node_id: str, stems: tuple[str, ...]) -> tuple[str, ...]:
+        """The question's folded terms the node holds, in question order."""
+        return self.bm25.held(node_id, self.terms(stems))
 
 
 def _body(node: NodeRecord, bodies: Mapping[str, str]) -> str:
@@ -207,10 +224,20 @@ def rank(
     # words by idf instead was tried and lost on the development questions: ADR 0014.)
     share_of_words = distinct / (distinct + weights.entity_terms * seeds) if distinct or seeds else 0.0
 
+    # The question's words the collection uses somewhere (a word nobody uses says nothing: it may be
+    # a paraphrase).
+    known = tuple(term for term in dict.fromkeys(index.terms(terms)) if index.bm25.idf(term) > 0.0)
+    plain = not intent.relational and intent.node_type is None
+
     def base(node_id: str) -> tuple[float, float]:
         if node_id not in match:
             lexical = index.coverage(node_id, terms)
             share = reached[node_id].near_seeds / seeds if seeds and node_id in reached else 0.0
+            if seeds == 1 and known and share > 0.0 and plain and not index.bm25.held(node_id, known):
+                # Next to the one entity named and holding none of the question's other words that
+                # the collection uses: the node shows the entity exists, not that it answers. (A
+                # question that names a relation or a node type is answered by structure as well.)
+                share *= 1.0 - weights.unheld
             confidence = share_of_words * lexical + (1.0 - share_of_words) * share
             match[node_id] = (confidence, confidence)
         return match[node_id]
@@ -229,12 +256,44 @@ def rank(
         crossed = last is not None and last in intent.edges
         out.append(Candidate(node_id, reach.trail, score, confidence, None, None, crossed))
     if intent.relational:
-        out.extend(_across(graph, reached, question, weights, base))
+        out.extend(_across(graph, index, reached, question, weights, base))
     out.sort(key=lambda c: (-c.score, c.hops, graph.seq(c.node_id)))
     if not intent.past:  # a question about what held before may be answered by what no longer stands
         out = _mark_fallen(graph, out)
+        out.extend(_instead(graph, index, out, question, weights))
     out.sort(key=lambda c: (c.fallen is not None, -c.score, c.hops, graph.seq(c.node_id)))
     return out
+
+
+def _instead(
+    graph: ContextGraph, index: AnswerIndex, ranked: list[Candidate], question: _Question, weights: Weights
+) -> Iterable[Candidate]:
+    """What holds instead of a claim in doubt: the live claims and evidence that contradict it, or that it contradicts.
+
+    The question describes the doubted claim; what stands against it is the live answer to the
+    same question (ADR 0022), so it is a candidate on the doubted claim's path plus that edge,
+    judged as an across candidate is.
+    """
+    for candidate in ranked:
+        if candidate.doubt is None:
+            continue
+        held = set(index.held(candidate.node_id, question.terms))
+        rest = tuple(t for t in index.terms(question.terms) if t not in held)
+        on_path = {step[1] for step in candidate.trail} | {candidate.node_id}
+        for edge in _relation_edges(graph, candidate.node_id, ("contradicts",)):
+            forward = edge.src == candidate.node_id
+            other = edge.dst if forward else edge.src
+            if other in on_path or graph.node(other).type not in question.answer_types & {"claim", "evidence"}:
+                continue
+            if fallen(graph, other) is not None or doubted(graph, other) is not None:
+                continue
+            trail = (*candidate.trail, (edge.id, other, forward))
+            score = candidate.score + weights.other_end * (index.bm25.coverage(other, rest) if rest else 0.0)
+            score += _shape(graph, other, "contradicts", len(trail), question, weights) - _shape(
+                graph, candidate.node_id, None, candidate.hops, question, weights
+            )
+            crossed = "contradicts" in question.intent.edges
+            yield Candidate(other, trail, score, candidate.confidence, candidate.node_id, None, crossed)
 
 
 def _mark_fallen(graph: ContextGraph, ranked: list[Candidate]) -> list[Candidate]:
@@ -248,9 +307,15 @@ def _mark_fallen(graph: ContextGraph, ranked: list[Candidate]) -> list[Candidate
     for index, candidate in enumerate(ranked):
         if standing >= _EXAMINED and crossed >= 1:
             return marked + ranked[index:]
-        why = fallen(graph, candidate.node_id) if candidate.anchor is None else None
+        # Reached over the very relation the question asks about ("which decision created X?"),
+        # a node that has since been superseded is still the answer to it, as an across one is.
+        why = fallen(graph, candidate.node_id) if candidate.anchor is None and not candidate.crossed else None
         if why is not None:
             marked.append(replace(candidate, fallen=why))
+            continue
+        doubt = doubted(graph, candidate.node_id)
+        if doubt is not None:
+            marked.append(replace(candidate, doubt=doubt))
             continue
         standing += 1
         crossed += candidate.crossed
@@ -275,6 +340,7 @@ def _shape(
 
 def _across(
     graph: ContextGraph,
+    index: AnswerIndex,
     reached: Mapping[str, Reach],
     question: _Question,
     weights: Weights,
@@ -287,6 +353,8 @@ def _across(
     for anchor_id in anchors:
         reach = reached[anchor_id]
         anchor_score, confidence = base(anchor_id)
+        held = set(index.held(anchor_id, question.terms))
+        rest = tuple(t for t in index.terms(question.terms) if t not in held)
         on_path = {step[1] for step in reach.trail}
         on_path.add(anchor_id)
         for edge in _relation_edges(graph, anchor_id, question.intent.edges):
@@ -296,14 +364,39 @@ def _across(
                 continue
             if not question.intent.direction_fits(edge.type, answer_is_source=not forward):
                 continue
-            own, own_confidence = base(other) if other in reached else (0.0, 0.0)
-            score = anchor_score + weights.other_end * own
-            score += _shape(graph, other, edge.type, reach.hops + 1, question, weights)
-            # Reached across the very relation the question asks about: a superseded or disputed
-            # node is what such a question asks for by name, so it is not barred as fallen.
-            # Either end may carry the question ("in the claims X rests on, how long…?" describes both).
-            sure = max(confidence, own_confidence)
-            yield Candidate(other, (*reach.trail, (edge.id, other, forward)), score, sure, anchor_id, None, True)
+            trail = (*reach.trail, (edge.id, other, forward))
+            ends = [(other, trail)]
+            if edge.type == "cites" and forward and graph.node(other).type == "claim":
+                ends.extend(_cited_document(graph, other, trail, on_path))
+            for end, end_trail in ends:
+                # The words the anchor does not hold are what the question says about the other end
+                # ("which vendor guidance do the readings in Incident 219 point to?": "vendor guidance").
+                own = index.bm25.coverage(end, rest) if rest else 0.0
+                score = anchor_score + weights.other_end * own
+                score += _shape(graph, end, edge.type, len(end_trail), question, weights)
+                # Reached across the very relation the question asks about: a superseded or disputed
+                # node is what such a question asks for by name, so it is not barred as fallen.
+                # Either end may carry the question ("in the claims X rests on, how long…?" describes both).
+                sure = max(confidence, base(end)[1] if end in reached else 0.0, own)
+                yield Candidate(end, end_trail, score, sure, anchor_id, None, True)
+
+
+def _cited_document(graph: ContextGraph, cited: str, trail: Trail, on_path: set[str]) -> list[tuple[str, Trail]]:
+    """The other claims of a cited claim's source, each on the path cited claim → source → claim.
+
+    A link points at a document (or its first sentence); what the question wants from that
+    document may be any of its sentences, so each is a candidate on a typed path through it.
+    """
+    out: list[tuple[str, Trail]] = []
+    for up in graph.out_edges(cited, ("derived_from",)):
+        source = graph.node(up.dst)
+        if source.type != "source" or not source.live:
+            continue
+        for down in graph.in_edges(source.id, ("derived_from",)):
+            sibling = graph.node(down.src)
+            if sibling.type == "claim" and sibling.live and sibling.id != cited and sibling.id not in on_path:
+                out.append((sibling.id, (*trail, (up.id, source.id, True), (down.id, sibling.id, False))))
+    return out
 
 
 def _relation_edges(graph: ContextGraph, node_id: str, types: tuple[str, ...]) -> list[EdgeRecord]:

@@ -14,7 +14,9 @@ from a reached node; :mod:`~contextmesh.knowledge.ranking` scores each pair on l
 over headline and body (BM25F), the question's entities next to it, its intent and the path's
 length. The path shown is the path scored. A node that no longer stands (superseded, contradicted
 by live evidence, resting on a rejected assumption: :mod:`~contextmesh.knowledge.standing`) is
-never the answer unless the question asks across that very relation. Below a calibrated
+never the answer unless the question asks across that very relation; a claim that supported a
+decision resting on a since-rejected assumption is *in doubt*: it yields to any confident standing
+answer (what contradicts it among them) and, when it still answers, says so in ``notes`` (ADR 0022). Below a calibrated
 confidence the walk dead-ends instead (:mod:`~contextmesh.knowledge.confidence`), naming the best
 candidate it rejected; an acronym that could mean two entities is tried both ways and dead-ends
 naming both unless the context settles it.
@@ -51,6 +53,7 @@ from contextmesh.knowledge.confidence import (
     STRICT_RELATIONS,
     Verdict,
     ambiguous_acronyms,
+    choose,
     doubt,
     initials_index,
     no_candidate,
@@ -352,7 +355,11 @@ class Walker:
             readings.append((trial.confidence if trial.dead_end is None else 0.0, trial))
         ranked = sorted(range(len(readings)), key=lambda i: (-readings[i][0], i))
         best, runner_up = readings[ranked[0]], readings[ranked[1]]
-        if best[1].dead_end is None and best[0] - runner_up[0] >= READING_MARGIN and self._context(best[1], terms):
+        # The context settles it when one reading is clearly better — or when every reading finds the
+        # same answer: then which entity was meant does not change what the question is answered with.
+        agreed = all(trial.dead_end is None and trial.answer_id == best[1].answer_id for _, trial in readings)
+        settled = best[0] - runner_up[0] >= READING_MARGIN or agreed
+        if best[1].dead_end is None and settled and self._context(best[1], terms):
             return best[1]
         names = " or ".join(f"'{self.resolver.canonical.get(m, m)}'" for m in meanings)
         walk.dead_end = DeadEnd(
@@ -403,13 +410,13 @@ class Walker:
             weights=self.weights,
         )
         verdict: Verdict | None = None
-        best = ranked[0] if ranked and ranked[0].fallen is None else None
+        best = choose(c for c in ranked if c.fallen is None)
         strict = [e for e in intent.edges if e in STRICT_RELATIONS]
         if not ranked:
             verdict = no_candidate(self.graph, seeds, found.reached, found.blocked)
         elif strict:
             # The question asks across a relation: only an answer across it will do.
-            best = next((c for c in ranked if c.fallen is None and c.crossed), None)
+            best = choose(c for c in ranked if c.fallen is None and c.crossed)
             if best is None or not sure(best.confidence):
                 verdict = no_relation(self.graph, strict, ranked)
         if verdict is None and (best is None or not sure(best.confidence)):
@@ -430,6 +437,8 @@ class Walker:
         walk.path = self._steps(best.node_id, best.trail)
         walk.justification = self._justify(best.node_id)
         walk.notes = live_contradictions(self.graph, best.node_id)
+        if best.doubt is not None:
+            walk.notes.append(f"in doubt: {best.doubt}")
         walk.tokens = sum(estimate_tokens(step.label) for step in walk.path)
 
     def _steps(self, node_id: str, trail: Trail) -> list[Step]:

@@ -1,12 +1,13 @@
-"""The MCP surface: the graph as an agent's memory, and four controlled writes.
+"""The MCP surface: the graph as an agent's memory, and five controlled writes.
 
 Modules, none importing the MCP SDK except the last:
 
 * :mod:`~contextmesh.mcp.read_tools` — the seven read tools over a :class:`~contextmesh.session.session.Session`
   (``mesh_ask``, ``mesh_get_node``, ``mesh_health``, ``mesh_lineage``, ``mesh_blast_radius``,
   ``mesh_explain_as_of``, ``mesh_reconstruct_decision``) and their typed results;
-* :mod:`~contextmesh.mcp.write_tools` — the four controlled writes (``mesh_submit_evidence``,
-  ``mesh_recheck``, ``mesh_repair``, ``mesh_resume``), each committed through a lossless clone;
+* :mod:`~contextmesh.mcp.write_tools` — the five controlled writes (``mesh_submit_evidence``,
+  ``mesh_recheck``, ``mesh_repair``, ``mesh_resume``; ``mesh_rerun_from`` in :mod:`~contextmesh.mcp.rerun_tool`),
+  each committed through a lossless clone;
 * :mod:`~contextmesh.mcp.write_dispatch` — the :class:`~contextmesh.mcp.write_dispatch.Dispatcher` hook through
   which a Prefect deployment takes over ``mesh_recheck`` and ``mesh_resume``, and its cached probe;
 * :mod:`~contextmesh.mcp.served_session` — the served session: one lock, reload on another writer's commit;

@@ -9,6 +9,7 @@ import argparse
 import math
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from contextmesh.core.errors import ContextMeshError
 from contextmesh.execution.task_registry import TaskRegistry
@@ -16,9 +17,11 @@ from contextmesh.mcp.connections import ConnectionLimits
 from contextmesh.mcp.exposure import TOKEN_ENV
 from contextmesh.mcp.served_session import ServedSession
 from contextmesh.mcp.write_dispatch import Dispatcher
+from contextmesh.project.binding import flat_baseline
+from contextmesh.project.bundled import bundled_project, extension_of, setting_options
 from contextmesh.session.session import POLICIES, Session
 
-__all__ = ["DEFAULT_PORT", "PROG", "check", "open_served", "parser"]
+__all__ = ["DEFAULT_PORT", "PROG", "bundled_extension", "check", "given_settings", "open_served", "parser"]
 
 PROG = "contextmesh-mcp"
 DEFAULT_PORT = 8765
@@ -30,7 +33,9 @@ def parser() -> argparse.ArgumentParser:
         prog=PROG, description="Serve a ContextMesh graph over MCP (stdio, or HTTP: loopback unless --allow-remote)."
     )
     which = built.add_mutually_exclusive_group()
-    which.add_argument("--demo", action="store_true", help="build the bundled demo graph for this process (ephemeral)")
+    which.add_argument(
+        "--demo", action="store_true", help="build the bundled example project's graph for this process (ephemeral)"
+    )
     built.add_argument(
         "--session", type=Path, metavar="DIR", help="serve a saved session directory (with --project: of that project)"
     )
@@ -52,14 +57,12 @@ def parser() -> argparse.ArgumentParser:
         metavar="SECONDS",
         help="with --project: how long a dispatched recheck or resume is waited for (default 60)",
     )
-    built.add_argument("--save", type=Path, metavar="DIR", help="with --demo: write the demo as a session and exit")
+    built.add_argument("--save", type=Path, metavar="DIR", help="with --demo: write it as a session and exit")
     built.add_argument("--rounds", type=int, metavar="N", help="with --demo: walk rounds to run (default 8)")
-    built.add_argument(
-        "--feed",
-        type=Path,
-        metavar="FILE",
-        help="the demo's advisory feed (with --demo --save; launchers bind their registry's auditor to it)",
-    )
+    for name, what in setting_options().items():  # the bundled project's settings, for --demo --save
+        built.add_argument(
+            f"--{name}", type=Path, metavar="FILE", help=f"with --demo --save: the bundled example project's {what}"
+        )
     built.add_argument(
         "--checkpoint", choices=POLICIES, help="with --session: when asks are committed (default every-ask)"
     )
@@ -113,8 +116,9 @@ def check(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
     if args.demo:
         if args.checkpoint is not None:
             parser.error("--checkpoint works with --session only: a --demo graph is never written back")
-        if args.feed is not None and args.save is None:
-            parser.error("--feed works with --demo --save (the ephemeral --demo graph holds no plan)")
+        for name in given_settings(args):
+            if args.save is None:
+                parser.error(f"--{name} works with --demo --save (the ephemeral --demo graph holds no plan)")
         if args.rounds is not None and args.rounds < 0:
             parser.error("--rounds is a whole number from 0")
     if not 0 <= args.port <= 65535:
@@ -176,19 +180,8 @@ def open_served(
 ) -> ServedSession:
     """The served session the arguments name (``--demo``, ``--session`` or ``--project``)."""
     if args.demo:
-        from contextmesh.demo.knowledge import build_world  # noqa: PLC0415 - only --demo pays for the build
-        from contextmesh.demo.saved import DEMO_CORPUS  # noqa: PLC0415
-
         rounds = 8 if args.rounds is None else args.rounds
-        world = build_world(rounds)
-        session = Session(
-            world.graph,
-            world.result.resolver,
-            walk_rounds=world.walk_rounds,
-            corpus=DEMO_CORPUS,
-            flat=world.walker.flat,  # the figure a walk compares itself with, as the CLI's demo reports it
-        )
-        session.walker.walks = list(world.walker.walks)
+        session = bundled_extension("example_session")(rounds)  # only --demo pays for the build
         return ServedSession(session, ephemeral=True, source=f"the bundled demo corpus ({rounds} walk rounds)")
     if args.project is not None:
         return _project_served(args, registry=registry, dispatcher=dispatcher, say=say)
@@ -203,6 +196,28 @@ def open_served(
                 f"{PROG}"
             ) from None
         raise
-    from contextmesh.demo.saved import with_corpus_flat  # noqa: PLC0415 - the rule the CLI's loader follows
+    return ServedSession(_with_flat(session), ephemeral=False, source=str(directory), dispatcher=dispatcher)
 
-    return ServedSession(with_corpus_flat(session), ephemeral=False, source=str(directory), dispatcher=dispatcher)
+
+def _with_flat(session: Session) -> Session:
+    """``session`` with the bundled project's flat baseline when it is one of its sessions (the rule the
+    CLI's loader follows: without it a walk reports ``flat_tokens`` 0)."""
+    if session.flat is None:
+        flat = flat_baseline(bundled_project(), session)
+        if flat is not None:
+            session.flat = flat
+            session.walker.flat = flat
+    return session
+
+
+def given_settings(args: argparse.Namespace) -> dict[str, Path]:
+    """The bundled project's settings this command line set, by name."""
+    return {name: value for name in setting_options() if (value := getattr(args, name, None)) is not None}
+
+
+def bundled_extension(part: str) -> Any:
+    """A part of the bundled example project's extension (ADR 0023), refused when it has none."""
+    found = getattr(extension_of(bundled_project()), part, None)
+    if not callable(found):
+        raise ContextMeshError(f"the bundled example project's extension has no {part!r}; serve a --session DIR")
+    return found

@@ -335,6 +335,7 @@ class RecheckResult(_Out):
     generation: int
     committed: bool
     flow_run: FlowRunOut | None = None
+    skipped: list[str] = []  # auditors not run: nothing they watch changed (ADR 0019)
 
 
 class RepairResult(_Out):

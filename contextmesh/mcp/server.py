@@ -412,10 +412,11 @@ def main(
     except SystemExit as exc:
         return exc.code if isinstance(exc.code, int) else 2
     if args.save is not None:
-        from contextmesh.demo.saved import save_demo_session  # noqa: PLC0415
+        from contextmesh.mcp.command import bundled_extension, given_settings  # noqa: PLC0415
 
         try:
-            saved = save_demo_session(args.save, rounds=8 if args.rounds is None else args.rounds, feed=args.feed)
+            save = bundled_extension("save_example")
+            saved = save(args.save, 8 if args.rounds is None else args.rounds, given_settings(args))
         except ContextMeshError as exc:
             say(str(exc))
             return 2

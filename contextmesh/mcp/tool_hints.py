@@ -39,5 +39,6 @@ TOOL_HINTS: dict[str, dict[str, bool]] = {
     "mesh_recheck": _hints(read_only=False, destructive=True, idempotent=False, open_world=True),
     "mesh_repair": _hints(read_only=False, destructive=False, idempotent=False, open_world=False),
     "mesh_resume": _hints(read_only=False, destructive=False, idempotent=False, open_world=True),
+    "mesh_rerun_from": _hints(read_only=False, destructive=False, idempotent=False, open_world=True),
     "mesh_flow_run": _hints(read_only=True, destructive=False, idempotent=False, open_world=True),
 }

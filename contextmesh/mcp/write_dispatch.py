@@ -32,7 +32,7 @@ from contextmesh.session.session import Session
 __all__ = ["DEFAULT_PROBE_TTL", "DISPATCHABLE", "Dispatcher", "ProbeCache"]
 
 DEFAULT_PROBE_TTL = 3.0
-DISPATCHABLE = frozenset({"mesh_recheck", "mesh_resume"})
+DISPATCHABLE = frozenset({"mesh_recheck", "mesh_resume", "mesh_rerun_from"})  # the last: mcp/rerun_tool.py
 
 
 @runtime_checkable

@@ -1,10 +1,11 @@
-"""The four controlled writes, each committed through a lossless clone of the served session.
+"""The five controlled writes, each committed through a lossless clone of the served session.
 
 * ``mesh_submit_evidence`` stores a raw observation attributed to a source: no verdict, no target.
 * ``mesh_recheck`` asks the deployment's registered auditors to interpret current state; through
   MCP a disproof must cite submitted evidence (the observation it interprets).
 * ``mesh_repair`` moves a stale or failed task onto new ground and another *registered* key.
-* ``mesh_resume`` runs one round over pending and stale work whose ground stands, nothing else.
+* ``mesh_resume`` runs one round over pending and stale work whose ground stands, nothing else;
+* ``mesh_rerun_from`` re-runs a done task and all downstream of it (:mod:`contextmesh.mcp.rerun_tool`).
 
 The commit-through-clone rule (:func:`commit_through_clone`):
 
@@ -64,6 +65,7 @@ from contextmesh.mcp.models import (
 )
 from contextmesh.mcp.quoting import quote
 from contextmesh.mcp.read_tools import MeshToolError, ToolSpec
+from contextmesh.mcp.rerun_tool import mesh_rerun_from
 from contextmesh.mcp.served_session import ServedSession
 from contextmesh.mcp.write_dispatch import Dispatcher
 from contextmesh.project.sourced_evidence import add_evidence
@@ -248,7 +250,7 @@ def with_registered_keys(schema: dict[str, Any], registry: TaskRegistry | None) 
     return published
 
 
-# -- the four writes ------------------------------------------------------------------------------
+# -- the writes ------------------------------------------------------------------------------------
 
 
 def _stored(
@@ -492,4 +494,5 @@ WRITE_TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec("mesh_recheck", mesh_recheck, False, "Recheck with the registered auditors"),
     ToolSpec("mesh_repair", mesh_repair, False, "Repair a task onto a registered key"),
     ToolSpec("mesh_resume", mesh_resume, False, "Resume pending and stale work"),
+    ToolSpec("mesh_rerun_from", mesh_rerun_from, False, "Re-run a task and all downstream of it"),
 )

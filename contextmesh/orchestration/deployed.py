@@ -36,6 +36,7 @@ __all__ = [
     "configured_record",
     "dispatch_recheck",
     "dispatch_repair",
+    "dispatch_rerun",
     "dispatch_resume",
     "dispatched_report",
     "observe",
@@ -139,9 +140,21 @@ def _start(record: ServedRecord, deployment: str, parameters: Mapping[str, Any],
         return _wait(record, deployment, str(run.id), wait)
 
 
-def dispatch_recheck(record: ServedRecord, *, feed: str | None = None, wait: float = 120.0) -> Dispatched:
-    """Start the recheck deployment for the served session; wait up to ``wait`` seconds."""
-    return _start(record, record.recheck, {"session_dir": record.session_dir, "feed": feed}, wait)
+def dispatch_recheck(
+    record: ServedRecord, *, feed: str | None = None, wait: float = 120.0, full: bool = False
+) -> Dispatched:
+    """Start the recheck deployment for the served session (``full``: every auditor); wait up to ``wait`` s."""
+    # ``full`` only when asked: a deployment made before rechecks could be full still takes the rest.
+    parameters = {"session_dir": record.session_dir, "feed": feed, "full": True if full else None}
+    return _start(record, record.recheck, parameters, wait)
+
+
+def dispatch_rerun(
+    record: ServedRecord, *, task: str, asked_by: str, feed: str | None = None, wait: float = 120.0
+) -> Dispatched:
+    """Start the plan deployment in mode ``rerun`` from ``task`` (ADR 0019 §7); wait up to ``wait`` seconds."""
+    parameters = {"session_dir": record.session_dir, "mode": "rerun", "rerun_from": task, "asked_by": asked_by}
+    return _start(record, record.plan, {**parameters, "feed": feed}, wait)
 
 
 def dispatch_repair(

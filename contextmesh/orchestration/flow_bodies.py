@@ -5,7 +5,7 @@
 Parameters and results are plain data, so a deployment, an automation or ``run_deployment`` can
 start them.
 
-A **plan flow run** (``session_dir``, ``mode`` ``run`` | ``resume``) is named
+A **plan flow run** (``session_dir``, ``mode`` ``run`` | ``resume`` | ``rerun`` with ``rerun_from``) is named
 ``<plan> · round <n>``. Under the session's concurrency limit it loads the session, re-emits
 announcements still pending, runs one round through the Plan with a :class:`PrefectExecutor`
 (``run``: every pending, stale or failed task whose ground stands; ``resume``: only the stale and
@@ -55,7 +55,7 @@ from prefect.task_runners import TaskRunner
 from contextmesh.core.errors import ExecutionError
 from contextmesh.execution.plan import Plan, RecheckReport, RoundReport
 from contextmesh.execution.report_codec import recheck_report_from_dict, round_report_from_dict, to_dict
-from contextmesh.execution.run_reasons import repair_message
+from contextmesh.execution.run_reasons import cached_reason, repair_message
 from contextmesh.execution.task_registry import TaskRegistry
 from contextmesh.orchestration.announce import Outbox
 from contextmesh.orchestration.flow_options import (
@@ -109,7 +109,7 @@ __all__ = [
 ]
 
 CACHED_RUNS_ALL_UP_TO = 50
-Mode = Literal["run", "resume"]
+Mode = Literal["run", "resume", "rerun"]
 
 
 # -- shared steps -------------------------------------------------------------------------------------
@@ -151,7 +151,10 @@ def _cached_runs(runner: Plan, shown: list[str]) -> list[PrefectFuture[Any]]:
     futures = []
     for name in shown:
         task = runner.tasks[name]
-        futures.append(cached_run(runner.name, name, task.worker_key, task.assumption_id, task.output, tagged=tagged))
+        why = cached_reason(runner, name)
+        futures.append(
+            cached_run(runner.name, name, task.worker_key, task.assumption_id, task.output, tagged=tagged, reason=why)
+        )
     return futures
 
 
@@ -228,20 +231,31 @@ def _writing(session_dir: str, registry: TaskRegistry, suffix: str, resume: Resu
 
 
 def run_plan_round(
-    session_dir: str, mode: Mode, registry: TaskRegistry, *, resume: ResumeTrigger | None = None
+    session_dir: str,
+    mode: Mode,
+    registry: TaskRegistry,
+    *,
+    resume: ResumeTrigger | None = None,
+    rerun_from: str | None = None,
+    asked_by: str = "",
 ) -> State[Any]:
-    """The body of a plan flow run: run (every ready task) or resume (stale and pending only) one round.
+    """The body of a plan flow run: run (every ready task) or resume (stale and pending only) one round;
+    or ``rerun``: ``rerun_from``'s closure marked stale for ``asked_by``, then a resume (ADR 0019 §7).
 
     Must run inside a flow run made with :func:`plan_flow_options`. ``resume`` is passed on to the
     announcements this run re-emits (a disproof committed by a recheck that crashed before it
     announced). Returns the run's final state (ADR 0016), whose data is the result dict.
     """
-    if mode not in ("run", "resume"):
-        raise ExecutionError(f"plan flow mode {mode!r}: a plan round runs in mode 'run' or 'resume'")
+    if mode not in ("run", "resume", "rerun"):
+        raise ExecutionError(f"plan flow mode {mode!r}: a plan round runs in mode 'run', 'resume' or 'rerun'")
+    if (mode == "rerun") != (rerun_from is not None):
+        raise ExecutionError(f"plan flow mode {mode!r}: rerun_from names the task of mode 'rerun', and only of it")
     with _writing(session_dir, registry, "", resume) as held:
         executor, session, session_id = held.executor, held.session, held.session_id
 
         def one_round(s: Session) -> RoundReport:
+            if rerun_from is not None:
+                return _with(s, executor).rerun_from(rerun_from, asked_by=asked_by or "a flow run")
             return _with(s, executor).run(include_failed=mode == "run")
 
         report = session.apply(one_round, retries=2)
@@ -270,8 +284,11 @@ def run_plan_round(
     return state
 
 
-def run_recheck(session_dir: str, registry: TaskRegistry, *, resume: ResumeTrigger | None = None) -> State[Any]:
-    """The body of a recheck flow run: every standing auditor; a disproof committed, then announced.
+def run_recheck(
+    session_dir: str, registry: TaskRegistry, *, resume: ResumeTrigger | None = None, full: bool = False
+) -> State[Any]:
+    """The body of a recheck flow run: the standing auditors whose watched slice changed (every one
+    when ``full``, ADR 0019); a disproof committed, then announced.
 
     With ``resume``, each announcement delivered here also starts the plan deployment in resume
     mode (:mod:`contextmesh.orchestration.resume`); the started runs are in ``resumes``. A recheck
@@ -286,7 +303,7 @@ def run_recheck(session_dir: str, registry: TaskRegistry, *, resume: ResumeTrigg
         executor = held.executor
 
         def one_recheck(s: Session) -> RecheckReport:
-            return _with(s, executor).recheck()
+            return _with(s, executor).recheck(full=full)
 
         report = held.session.apply(one_recheck, retries=2)
         runner = held.runner
@@ -360,9 +377,11 @@ def make_plan_flow(
     """
 
     @flow(**plan_flow_options(max_workers=max_workers, task_runner=task_runner))
-    def plan_round(session_dir: str, mode: Mode = "run") -> State[Any]:
-        """Run (every ready task) or resume (stale and pending only) one round of the session's plan."""
-        return run_plan_round(session_dir, mode, registry)
+    def plan_round(
+        session_dir: str, mode: Mode = "run", rerun_from: str | None = None, asked_by: str = ""
+    ) -> State[Any]:
+        """Run (every ready task), resume (stale and pending only) or rerun (from a task) one round."""
+        return run_plan_round(session_dir, mode, registry, rerun_from=rerun_from, asked_by=asked_by)
 
     return cast("Flow[..., dict[str, Any]]", plan_round)
 
@@ -373,9 +392,9 @@ def make_recheck_flow(
     """A flow that runs every standing auditor of a session's plan as one flow run (see :func:`make_plan_flow`)."""
 
     @flow(**recheck_flow_options(max_workers=max_workers))
-    def recheck(session_dir: str) -> State[Any]:
-        """Run every standing auditor; commit a disproof, then announce it."""
-        return run_recheck(session_dir, registry, resume=resume)
+    def recheck(session_dir: str, full: bool = False) -> State[Any]:
+        """The standing auditors whose watched slice changed (``full``: all); commit a disproof, then announce it."""
+        return run_recheck(session_dir, registry, resume=resume, full=full)
 
     return cast("Flow[..., dict[str, Any]]", recheck)
 
@@ -405,16 +424,21 @@ def _project_session(root: Path | str, session_dir: str | None) -> tuple[str, Ta
     return str(directory), project.registry()
 
 
-def run_project_round(root: Path | str, session_dir: str | None, mode: Mode) -> State[Any]:
+def run_project_round(
+    root: Path | str, session_dir: str | None, mode: Mode, *, rerun_from: str | None = None, asked_by: str = ""
+) -> State[Any]:
     """:func:`run_plan_round` for the project at ``root``, its registry bound from its own code."""
     directory, registry = _project_session(root, session_dir)
-    return run_plan_round(directory, mode, registry)
+    return run_plan_round(directory, mode, registry, rerun_from=rerun_from, asked_by=asked_by)
 
 
-def run_project_recheck(root: Path | str, session_dir: str | None, *, resume_deployment: str = "") -> State[Any]:
+def run_project_recheck(
+    root: Path | str, session_dir: str | None, *, resume_deployment: str = "", full: bool = False
+) -> State[Any]:
     """:func:`run_recheck` for the project at ``root``; a disproof resumes on ``resume_deployment`` if named."""
     directory, registry = _project_session(root, session_dir)
-    return run_recheck(directory, registry, resume=ResumeTrigger(resume_deployment) if resume_deployment else None)
+    trigger = ResumeTrigger(resume_deployment) if resume_deployment else None
+    return run_recheck(directory, registry, resume=trigger, full=full)
 
 
 def run_project_repair(

@@ -53,7 +53,8 @@ from contextmesh.core.canonical import digest
 from contextmesh.core.errors import ContextMeshError, ExecutionError
 from contextmesh.execution.boundary import AuditContractError, call_auditor, call_worker
 from contextmesh.execution.calls import AuditCall, TaskCall, TaskIdentity, TaskOutcome, TaskTimeoutError
-from contextmesh.execution.context import EvidenceView, Verdict
+from contextmesh.execution.context import EvidenceView, FactRead, Verdict
+from contextmesh.execution.run_reasons import UNTOUCHED
 from contextmesh.execution.task_registry import Registration, TaskRegistry
 from contextmesh.orchestration.run_logs import run_logger
 
@@ -135,9 +136,12 @@ def _work(registry: TaskRegistry, identity: dict[str, Any], inputs: dict[str, An
         who.assumption,
         ", ".join(sorted(inputs)) or "no other task",
     )
-    output = call_worker(_registration(registry, "worker", who.worker_key), who, MappingProxyType(inputs))
+    reads: list[FactRead] = []
+    worker = _registration(registry, "worker", who.worker_key)
+    output = call_worker(worker, who, MappingProxyType(inputs), registry, reads)
     logger.info("worker %s returned output %s (the round commits it after its audit)", who.worker_key, _digest(output))
-    return output
+    # The tracked reads travel back with the output (ADR 0018); the executor splits them again.
+    return {"output": output, "reads": [read.to_dict() for read in reads]}
 
 
 def _digest(output: Any) -> str:
@@ -165,8 +169,8 @@ def _judge(registry: TaskRegistry, identity: dict[str, Any], output: Any, eviden
     return Completed(name=names[verdict.kind], message=verdict.reason[:500], data=verdict.to_dict())
 
 
-def _cached(task: str, output: Any) -> State[Any]:
-    return Completed(name="Cached", message=f"{task}: untouched, its previous result stands", data=output)
+def _cached(task: str, output: Any, reason: str = UNTOUCHED) -> State[Any]:
+    return Completed(name="Cached", message=f"{task}: {reason}"[:500], data=output)
 
 
 def _asynchronous(body: Callable[..., Any]) -> Callable[..., Any]:
@@ -220,11 +224,19 @@ def _cached_task() -> Task[..., Any]:
 
 
 def cached_run(
-    plan: str, task: str, worker_key: str | None, assumption_id: str, output: Any, *, tagged: bool = True
+    plan: str,
+    task: str,
+    worker_key: str | None,
+    assumption_id: str,
+    output: Any,
+    *,
+    tagged: bool = True,
+    reason: str = UNTOUCHED,
 ) -> PrefectFuture[Any]:
-    """Submit a ``<task> · cached`` run that completes in state ``Cached`` with the previous output."""
+    """Submit a ``<task> · cached`` run that completes in state ``Cached`` with the previous output;
+    its message says why the result stands (untouched, or revalidated: ADR 0018)."""
     with _tags(identity_tags(plan, task, "cached", worker_key, assumption_id) if tagged else []):
-        return _cached_task().submit(task=task, output=output)
+        return _cached_task().submit(task=task, output=output, reason=reason)
 
 
 # -- the executor -----------------------------------------------------------------------------------
@@ -307,7 +319,10 @@ class PrefectExecutor:
             index = workers[future]
             call, outcome = calls[index], outcomes[index]
             outcome.run = {"flow_run_id": flow_run, "task_run_id": str(future.task_run_id)}
-            outcome.output, outcome.error = _settle(future, call.identity, "worker", registry)
+            worked, outcome.error = _settle(future, call.identity, "worker", registry)
+            if outcome.error is None:
+                outcome.output = worked["output"]
+                outcome.reads = tuple(FactRead.from_dict(read) for read in worked["reads"])
             if outcome.error is not None or not call.audited:
                 continue
             started = self._start(call.audit(outcome.output), registry, "auditor", outcome)

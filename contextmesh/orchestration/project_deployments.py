@@ -21,17 +21,19 @@ from __future__ import annotations
 
 import contextlib
 import os
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from contextmesh.core.errors import ExecutionError
 from contextmesh.orchestration.flow_bodies import PLAN_FLOW, RECHECK_FLOW, REPAIR_FLOW
+from contextmesh.orchestration.recheck_schedules import recheck_schedules
 from contextmesh.orchestration.served_record import ServedRecord, peek
 
 if TYPE_CHECKING:
+    from prefect import Flow
     from prefect.deployments.runner import RunnerDeployment
 
     from contextmesh.project.project import Project
@@ -44,6 +46,7 @@ __all__ = [
     "identify",
     "serve_project",
     "served_deployments",
+    "served_flows",
 ]
 
 ENTRYPOINTS = {
@@ -124,7 +127,8 @@ def _options(project: Project, where: ProjectDeployments, role: str) -> dict[str
         parameters["mode"] = "run"
     if role == "recheck":
         parameters["resume_deployment"] = where.full("plan")
-        options["interval"] = timedelta(seconds=project.deploy.recheck_interval)
+        # Every interval a watching recheck, every FULL_EVERY intervals a full one (ADR 0019).
+        options["schedules"] = recheck_schedules(project.deploy.recheck_interval)
         # A recheck that comes due while one runs is cancelled, not queued: a backlog would only
         # audit the same facts again and hold up repairs and resumes behind it.
         options["concurrency_limit"] = ConcurrencyLimitConfig(
@@ -134,17 +138,25 @@ def _options(project: Project, where: ProjectDeployments, role: str) -> dict[str
     return options
 
 
-def served_deployments(project: Project, where: ProjectDeployments) -> list[RunnerDeployment]:
-    """The three deployments for ``prefect.serve``; the caller's working directory must be the root."""
-    from prefect.deployments.runner import RunnerDeployment  # noqa: PLC0415
-    from prefect.flows import Flow, load_flow_from_entrypoint  # noqa: PLC0415
+def served_flows(project: Project) -> dict[str, Flow[..., Any]]:
+    """The project's three flows by role, loaded from its entrypoints (working directory: the root)."""
+    from prefect.flows import load_flow_from_entrypoint  # noqa: PLC0415
 
     if Path.cwd().resolve() != project.root:
         raise ExecutionError(f"serving project {project.name!r} runs in its root {project.root}, not {Path.cwd()}")
+    return {role: load_flow_from_entrypoint(entrypoint) for role, (entrypoint, _) in ENTRYPOINTS.items()}
+
+
+def served_deployments(
+    project: Project, where: ProjectDeployments, flows: dict[str, Flow[..., Any]] | None = None
+) -> list[RunnerDeployment]:
+    """The three deployments for ``prefect.serve``; the caller's working directory must be the root."""
+    from prefect.deployments.runner import RunnerDeployment  # noqa: PLC0415
+
+    flows = flows or served_flows(project)
     made: list[RunnerDeployment] = []
-    for role, (entrypoint, _) in ENTRYPOINTS.items():
-        flow: Flow[..., Any] = load_flow_from_entrypoint(entrypoint)
-        deployment = flow.to_deployment(**_options(project, where, role))
+    for role in ENTRYPOINTS:
+        deployment = flows[role].to_deployment(**_options(project, where, role))
         assert isinstance(deployment, RunnerDeployment)  # sync, outside an event loop
         made.append(deployment)
     return made
@@ -211,20 +223,49 @@ def serve_project(project: Project, session_dir: Path, *, say: Callable[[str], N
     os.chdir(project.root)  # the runner starts each flow run here: the entrypoints are flows/<name>.py
     from prefect import serve  # noqa: PLC0415
 
+    from contextmesh.orchestration.reactor import RUNNER_POLL_WHEN_WARM, Reactor, react_seconds, reacts, warm_runs  # noqa: PLC0415
+    from contextmesh.orchestration.watched import auditor_files  # noqa: PLC0415
+
+    tick, warm, react = react_seconds(), warm_runs(), reacts()  # a bad setting is refused before anything is registered
     with client_settings(api_url, heartbeat=True):
-        deployments = served_deployments(project, where)
-        for deployment in deployments:
-            # Registered before the served record appears, so a dispatch that reads the record finds
-            # them; serve() applies them again (an upsert) when its runner starts.
-            deployment.apply()
+        flows = served_flows(project)
+        deployments = served_deployments(project, where, flows)
+        # Registered before the served record appears, so a dispatch that reads the record finds
+        # them; serve() applies them again (an upsert) when its runner starts.
+        ids: dict[str, uuid.UUID] = {}
+        for role, deployment in zip(ENTRYPOINTS, deployments, strict=True):
+            applied = deployment.apply()
+            assert isinstance(applied, uuid.UUID)  # sync, outside an event loop
+            ids[role] = applied
+        files = auditor_files(project.root, dict(project.settings))
+        reactor = Reactor(
+            session_id=where.session_id,
+            session_dir=where.session_dir,
+            api_url=api_url,
+            flows=flows,
+            deployments=ids,
+            files=files,
+            interval=project.deploy.recheck_interval,
+            say=say,
+            limit=limit,
+            tick=tick,
+            warm=warm,
+            react=react,
+        )
         served.remember(where.record(api_url, os.getpid()))
+        reactor.start()
+        watched = ", ".join(path.name for path in files) or "no file"
         say(
-            f"serving project {project.name!r} session {where.session_id} as {where.name} on {api_url}; "
-            f"recheck every {project.deploy.recheck_interval:g} s"
+            f"serving project {project.name!r} session {where.session_id} as {where.name} on {api_url}; a recheck "
+            f"starts when evidence arrives or {watched} changes, and every {project.deploy.recheck_interval:g} s"
         )
         try:
-            serve(*deployments, limit=limit, print_starting_message=False)
+            # prefetch_seconds=0 as in deployments/serve.py (ADR 0016): no run is claimed before it is due.
+            # With warm runs the reactor runs them all; the runner keeps the schedules (ADR 0017).
+            runner_poll: dict[str, Any] = {"query_seconds": RUNNER_POLL_WHEN_WARM} if warm else {}
+            serve(*deployments, limit=limit, print_starting_message=False, prefetch_seconds=0, **runner_poll)
         finally:
+            reactor.stop()
             served.forget(where.session_id, pid=os.getpid())
             server.drain_workers()
             say("stopped; schedules paused, served record removed")

@@ -28,7 +28,7 @@ from contextmesh.orchestration.settings import client_settings
 
 __all__ = ["Kind", "RunHere", "dispatched_report", "run_here"]
 
-Kind = Literal["run", "resume", "recheck", "repair"]
+Kind = Literal["run", "resume", "recheck", "repair", "rerun"]
 
 
 @dataclass(frozen=True)
@@ -41,25 +41,44 @@ class RunHere:
     report: RoundReport | RecheckReport | None
     result: dict[str, Any] = field(default_factory=dict)
     note: str = ""
+    state_name: str = "Completed"  # the run's final state's name (ADR 0016: Disproved, Blocked, ...)
 
     def to_dict(self) -> dict[str, Any]:
-        """Plain data for ``--json``."""
-        return {"kind": self.kind, "flow_run_id": self.flow_run_id, "url": self.url, "state": "COMPLETED"}
+        """Plain data for ``--json``: the state's type (always COMPLETED here) and its name, as a dispatch reports."""
+        return {
+            "kind": self.kind,
+            "flow_run_id": self.flow_run_id,
+            "url": self.url,
+            "state": "COMPLETED",
+            "state_name": self.state_name,
+        }
 
 
 def _one_run(
-    kind: Kind, directory: str, registry: TaskRegistry, threads: int, repair: dict[str, Any]
-) -> dict[str, Any]:
-    from contextmesh.orchestration import flow_bodies  # noqa: PLC0415 - Prefect, after the environment is set
+    kind: Kind, directory: str, registry: TaskRegistry, threads: int, repair: dict[str, Any], full: bool = False
+) -> tuple[dict[str, Any], str]:
+    """The flow run's result dict and its final state's name."""
+    from prefect.client.schemas.objects import State  # noqa: PLC0415 - Prefect, after the environment is set
 
-    result: dict[str, Any]
+    from contextmesh.orchestration import flow_bodies  # noqa: PLC0415
+
     if kind in ("run", "resume"):
-        result = flow_bodies.make_plan_flow(registry, max_workers=threads)(session_dir=directory, mode=kind)
+        flow = flow_bodies.make_plan_flow(registry, max_workers=threads)
+        parameters: dict[str, Any] = {"session_dir": directory, "mode": kind}
+    elif kind == "rerun":  # ``repair`` carries the rerun's task and who asked (rerun_from, asked_by)
+        flow = flow_bodies.make_plan_flow(registry, max_workers=threads)
+        parameters = {"session_dir": directory, "mode": kind, **repair}
     elif kind == "recheck":
-        result = flow_bodies.make_recheck_flow(registry, max_workers=threads)(session_dir=directory)
+        flow = flow_bodies.make_recheck_flow(registry, max_workers=threads)
+        parameters = {"session_dir": directory, "full": full}
     else:
-        result = flow_bodies.make_repair_flow(registry)(session_dir=directory, **repair)
-    return result
+        flow = flow_bodies.make_repair_flow(registry)
+        parameters = {"session_dir": directory, **repair}
+    state = flow(**parameters, return_state=True)
+    assert isinstance(state, State)
+    result = state.result()  # raises as calling the flow would, when the run failed
+    assert isinstance(result, dict)
+    return result, state.name or state.type.value
 
 
 def run_here(
@@ -70,10 +89,12 @@ def run_here(
     threads: int = 4,
     repair: dict[str, Any] | None = None,
     home: Path | None = None,
+    full: bool = False,
 ) -> RunHere:
-    """Run one flow run of ``kind`` on ``session_dir`` here; ``repair`` holds task, assumes, worker_key."""
+    """Run one flow run of ``kind`` on ``session_dir`` here; ``repair`` holds task, assumes, worker_key;
+    ``full`` makes a recheck run every standing auditor."""
     with prefect_for_command(home) as handle:
-        result = _one_run(kind, str(session_dir), registry, threads, repair or {})
+        result, state_name = _one_run(kind, str(session_dir), registry, threads, repair or {}, full)
         flow_run_id = str(result["flow_run_id"])
         handle.record(flow_run_id, int(result.get("task_runs", 0)))
         url = handle.flow_run_url(flow_run_id)
@@ -82,7 +103,7 @@ def run_here(
         from contextmesh.orchestration.flow_bodies import recheck_report_from, round_report_from  # noqa: PLC0415
 
         report = recheck_report_from(result["report"]) if kind == "recheck" else round_report_from(result["report"])
-    return RunHere(kind, flow_run_id, url, report, result, handle.note)
+    return RunHere(kind, flow_run_id, url, report, result, handle.note, state_name)
 
 
 def dispatched_report(record: ServedRecord, flow_run_id: str) -> RoundReport | RecheckReport:

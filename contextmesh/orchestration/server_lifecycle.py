@@ -139,7 +139,7 @@ def _launch(root: Path, port: int, *, ui: bool, keep: bool, timeout: float) -> S
     proc = spawn(argv, env, root / LOG_FILE, root)
     api = f"http://{HOST}:{port}/api"
     try:
-        version = _wait_healthy(proc, api, timeout, root / LOG_FILE)
+        version = _wait_healthy(proc, api, timeout, root / LOG_FILE, phome)
         token = secrets.token_hex(16)
         _store_token(api, token)
     except BaseException:
@@ -151,7 +151,13 @@ def _launch(root: Path, port: int, *, ui: bool, keep: bool, timeout: float) -> S
     return info
 
 
-def _wait_healthy(proc: subprocess.Popen[bytes], api: str, timeout: float, log: Path) -> str:
+def _wait_healthy(proc: subprocess.Popen[bytes], api: str, timeout: float, log: Path, phome: Path) -> str:
+    """The version of the server ``proc`` runs, once it answers ready on ``api``.
+
+    Two homes starting at once may both find the port free; the one that loses the bind exits, but
+    until it does the winner answers on that port. So the answering server must name this home's
+    Prefect home in its settings — else it is somebody else's and we keep waiting for our own (or
+    for it to exit, which is then reported)."""
     deadline = time.monotonic() + timeout
     with httpx.Client(base_url=api, timeout=1.0) as client:
         while time.monotonic() < deadline:
@@ -160,9 +166,10 @@ def _wait_healthy(proc: subprocess.Popen[bytes], api: str, timeout: float, log: 
             try:
                 # /health answers before the database does; /ready only once it is connectable.
                 if client.get("/health").status_code == 200 and client.get("/ready").status_code == 200:
-                    version = client.get("/admin/version").json()
-                    return str(version)
-            except httpx.HTTPError:
+                    home = client.get("/admin/settings").json().get("home")
+                    if home is not None and Path(str(home)).resolve() == phome.resolve():
+                        return str(client.get("/admin/version").json())
+            except (httpx.HTTPError, ValueError):  # not up yet, or not a Prefect API answering
                 pass
             time.sleep(0.1)
     raise ServerError(f"prefect server did not become healthy within {timeout:g} s; see {log}:\n{_tail(log)}")

@@ -18,8 +18,6 @@ import subprocess
 import time
 from pathlib import Path
 
-import httpx
-
 from contextmesh.orchestration.server_files import HOST, IDENTITY_VARIABLE, ServerInfo, prefect_home
 
 __all__ = [
@@ -84,6 +82,10 @@ def verify(info: ServerInfo) -> tuple[bool, str]:
     ours, reason = is_our_process(info)
     if not ours:
         return False, reason
+    # Imported here: the served-process checks (process_alive) run in the core install too, where
+    # ``evidence add`` asks whether a serving process will react, and that install has no httpx.
+    import httpx  # noqa: PLC0415
+
     try:
         with httpx.Client(base_url=info.api_url, timeout=5.0) as client:
             version = client.get("/admin/version")

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import uuid
 
-from prefect.client.orchestration import get_client
+from prefect.client.orchestration import SyncPrefectClient, get_client
 from prefect.client.schemas.filters import (
     DeploymentFilter,
     DeploymentFilterId,
@@ -30,9 +30,27 @@ from contextmesh.orchestration.run_links import flow_run_url
 from contextmesh.orchestration.run_logs import run_logger
 from contextmesh.orchestration.run_states import SKIPPED
 
-__all__ = ["LIMIT_MESSAGE", "relabel_turned_away"]
+__all__ = ["LIMIT_MESSAGE", "relabel_turned_away", "skip_now", "skipped_message"]
 
 LIMIT_MESSAGE = "Deployment concurrency limit reached."  # the server's message (core_policy.py)
+
+
+def skipped_message(holder_url: str | None) -> str:
+    """The message of a recheck that came due while the recheck at ``holder_url`` ran."""
+    ran = f"recheck {holder_url}" if holder_url else "another recheck of this session"
+    return (
+        f"skipped: it came due while {ran} was running (the recheck deployment runs one at a time); that "
+        "recheck audited the same facts, so nothing was audited or committed here"
+    )
+
+
+def skip_now(client: SyncPrefectClient, flow_run_id: uuid.UUID, holder_url: str) -> None:
+    """Mark a due scheduled recheck ``Skipped`` before anything claims it: it never shows ``Cancelled``.
+
+    The serving process's reactor (ADR 0017) does this for a scheduled recheck that comes due while
+    another recheck runs, instead of letting the deployment's limit cancel it.
+    """
+    client.set_flow_run_state(flow_run_id, Completed(name=SKIPPED, message=skipped_message(holder_url)), force=True)
 
 
 def relabel_turned_away(deployment_id: uuid.UUID, holder: str | None) -> list[str]:
@@ -44,11 +62,7 @@ def relabel_turned_away(deployment_id: uuid.UUID, holder: str | None) -> list[st
     if holder is not None:
         wanted.id = FlowRunFilterId(not_any_=[uuid.UUID(holder)])
     deployment = DeploymentFilter(id=DeploymentFilterId(any_=[deployment_id]))
-    ran = f"recheck {flow_run_url(holder)}" if holder else "another recheck of this session"
-    message = (
-        f"skipped: it came due while {ran} was running (the recheck deployment runs one at a time); that "
-        "recheck audited the same facts, so nothing was audited or committed here"
-    )
+    message = skipped_message(flow_run_url(holder) if holder else None)
     relabelled = []
     with get_client(sync_client=True) as client:
         for run in client.read_flow_runs(flow_run_filter=wanted, deployment_filter=deployment, limit=200):

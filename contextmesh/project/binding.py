@@ -133,7 +133,8 @@ def _call(where: str, what: str, fn: Callable[..., Any], *args: Any) -> Any:
 
 
 def _with_recipe(made: TaskRegistry, recipe: tuple[Callable[..., TaskRegistry], tuple[Any, ...]]) -> TaskRegistry:
-    """The same keys, callables, timeouts and retries in a registry that carries ``recipe``."""
+    """The same keys, callables, timeouts and retries (and what each auditor watches) in a registry
+    that carries ``recipe``."""
     bound = TaskRegistry(recipe=recipe)
     keys = made.describe()
     for key in keys["workers"]:
@@ -141,7 +142,14 @@ def _with_recipe(made: TaskRegistry, recipe: tuple[Callable[..., TaskRegistry], 
         bound.register_worker(key, worker.fn, timeout=worker.timeout, retries=worker.retries)
     for key in keys["auditors"]:
         auditor = made.lookup_auditor(key)
-        bound.register_auditor(key, auditor.fn, timeout=auditor.timeout, retries=auditor.retries)
+        bound.register_auditor(
+            key,
+            auditor.fn,
+            timeout=auditor.timeout,
+            retries=auditor.retries,
+            watches=auditor.watches,
+            reads=auditor.reads,
+        )
     return bound
 
 

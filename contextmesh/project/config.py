@@ -9,6 +9,7 @@ The file (ADR 0009) has four tables::
     session = ".contextmesh/session"   optional: the session directory (none: name one with --session)
     documents = ["docs"]            optional: folders of documents
     flat = "pkg.plan:flat"          optional: the flat top-k baseline a walk's tokens are compared with
+    extension = "pkg.cli:extension" optional: the project's own commands and setting options (ADR 0023)
 
     [settings]                      optional, free-form: handed to the registry factory
     [deploy]                        optional: prefix, work_pool, recheck_interval
@@ -60,7 +61,7 @@ _REFERENCE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*:[A-Z
 _SETTING = re.compile(r"[A-Za-z_][A-Za-z0-9_-]{0,62}")
 _TEXT_LIMIT = 4096
 _TABLES: dict[str, tuple[str, ...]] = {
-    "project": ("name", "registry", "plan", "session", "documents", "flat"),
+    "project": ("name", "registry", "plan", "session", "documents", "flat", "extension"),
     "settings": (),  # free-form
     "deploy": ("prefix", "work_pool", "recheck_interval"),
     "run": ("executor",),
@@ -93,6 +94,7 @@ class ProjectConfig:
     session: Path | None = None
     documents: tuple[Path, ...] = ()
     flat: str | None = None
+    extension: str | None = None
     settings: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
     deploy: DeploySettings = field(default_factory=lambda: DeploySettings("project"))
     executor: str = "prefect"
@@ -316,6 +318,9 @@ def load_config(file: Path) -> ProjectConfig:
         session=session,
         documents=_documents(reader, project.get("documents", [])),
         flat=None if "flat" not in project else reader.reference(project["flat"], "project", "flat"),
+        extension=None
+        if "extension" not in project
+        else reader.reference(project["extension"], "project", "extension"),
         settings=MappingProxyType(settings),
         deploy=_deploy(reader, tables["deploy"], name),
         executor=executor,

@@ -11,13 +11,20 @@ previous generation serving; after it, the new one.
 
 If the directory moved on, the commit fails with :class:`CommitConflictError` naming both generations.
 
+A companion may also be *carried*: passed as the :class:`~contextmesh.session.layout.Companion` the
+loaded generation named instead of as bytes (a journalled commit carries the snapshot and the
+journal's earlier segments, ADR 0020). A carried companion is not read back, since the writer no
+longer holds its bytes: under the lock, before anything is written, ``lstat`` must find a regular
+file of the recorded size under its name, or the commit is refused naming it (every reader checks
+its digest anyway).
+
 A generation with a run ledger records the ledger's Merkle tree head (``ledger_tree``) and, when
 the writer holds the deployment's key, its signed checkpoint. The head is computed before the lock,
 from the frontier kept beside the ledger, appending only the entries recorded since
 (:func:`~contextmesh.session.ledger_tree.seal_ledger`). Under the lock, before anything is written,
 the previous generation's manifest is read again and the new tree must extend its head (rule C10):
 no head that rewrites a committed history is recorded, let alone signed. The first commit of a v3
-session writes v4 and says so once, as one line on the ``contextmesh.session`` logger.
+or v4 session writes v5 and says so once, as one line on the ``contextmesh.session`` logger.
 
 A commit that cannot complete never escapes as a bare ``OSError``. Before anything is written it
 refuses, with a :class:`SessionError` saying which name is blocked, when a fifo, a directory, a socket
@@ -75,13 +82,15 @@ if TYPE_CHECKING:
 
 __all__ = ["CRASH_ENV", "TRACE_ENV", "CommitConflictError", "commit_generation", "latest_generation", "step"]
 
+Payload = bytes | Companion  # a companion's new bytes, or one carried over from the loaded generation
 CRASH_ENV = "CONTEXTMESH_CRASH_AT"
 TRACE_ENV = "CONTEXTMESH_TRACE_STEPS"
 # Manifest names carry six digits (layout.MANIFEST): a seventh would be invisible to every reader.
 MAX_GENERATION = 999_999
 _TMP_PREFIX = ".tmp-"
 LOG = logging.getLogger("contextmesh.session")
-MIGRATED = "manifest is now contextmesh.session v4 (ledger tree head recorded)"  # after "session <dir>: "
+# Logged after "session <dir>: " by the first commit of a v3 or v4 session.
+MIGRATED = "manifest is now contextmesh.session v5 (ledger tree head recorded, mutations journalled)"
 
 
 class CommitConflictError(SessionError):
@@ -159,8 +168,8 @@ class _Attempt:
         self.temps: list[Path] = []
         self.placed: list[Path] = []
 
-    def write_new(self, data: bytes) -> Path:
-        """Write ``data`` to a fresh O_EXCL file under a random name; fsync it; return its path."""
+    def write_new(self, data: bytes, *, sync: bool = True) -> Path:
+        """Write ``data`` to a fresh O_EXCL file under a random name (fsynced unless ``sync`` is off); its path."""
         path = self.directory / f"{_TMP_PREFIX}{secrets.token_hex(12)}"
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
         self.temps.append(path)  # before the first write: a full disk must not leave it behind
@@ -169,7 +178,8 @@ class _Attempt:
             while view:
                 written = os.write(fd, view)
                 view = view[written:]
-            os.fsync(fd)
+            if sync:
+                os.fsync(fd)
         finally:
             os.close(fd)
         return path
@@ -211,6 +221,40 @@ def _blocked(directory: Path, name: str, what: str) -> None:
         )
 
 
+def _check_carried(directory: Path, kind: str, companion: Companion) -> None:
+    """Refuse a carried companion that is no longer a regular file of its recorded size."""
+    try:
+        held = os.lstat(directory / companion.name)
+    except FileNotFoundError:
+        found = "missing"
+    except OSError as exc:
+        found = f"unreadable: {os_cause(exc)}"
+    else:
+        if not stat.S_ISREG(held.st_mode):
+            found = describe_kind(held.st_mode)
+        elif held.st_size != companion.bytes:
+            found = f"{held.st_size} bytes, not the {companion.bytes} its generation records"
+        else:
+            return
+    raise SessionError(
+        f"cannot commit to {directory}: {companion.name}, the {kind} companion this commit keeps from the "
+        f"generation it loaded, is {found}; nothing was written (reload the session)"
+    )
+
+
+def _named(companions: Mapping[str, Payload]) -> dict[str, Companion]:
+    """Each companion's manifest entry, in manifest order: the kinds, then the journal's segments."""
+    named: dict[str, Companion] = {}
+    for kind in (*COMPANIONS, *(key for key in companions if key.startswith("journal["))):
+        data = companions.get(kind)
+        if isinstance(data, Companion):
+            named[kind] = data
+        elif data is not None:
+            digest = sha256_hex(data)
+            named[kind] = Companion(companion_name(kind.split("[")[0], digest), digest, len(data))
+    return named
+
+
 def _present(directory: Path, name: str, data: bytes) -> bool:
     """True when ``name`` already holds exactly ``data`` as a regular file (then it is not rewritten)."""
     try:
@@ -221,7 +265,7 @@ def _present(directory: Path, name: str, data: bytes) -> bool:
 
 
 def _seal(
-    directory: Path, loaded: int, companions: Mapping[str, bytes], manifest: Manifest, ledger: RunLedger | None
+    directory: Path, loaded: int, companions: Mapping[str, Payload], manifest: Manifest, ledger: RunLedger | None
 ) -> LedgerSeal | None:
     if "runledger" not in companions:
         return None
@@ -234,7 +278,7 @@ def commit_generation(
     directory: Path,
     *,
     loaded: int,
-    companions: Mapping[str, bytes],
+    companions: Mapping[str, Payload],
     manifest: Manifest,
     lock_wait: float = 2.0,
     ledger: RunLedger | None = None,
@@ -263,14 +307,13 @@ def commit_generation(
                 f"cannot commit to {directory}: a session directory holds at most {MAX_GENERATION} generations "
                 "(six digits in a manifest's name); save the session to a new directory"
             )
-        named = {
-            kind: Companion(companion_name(kind, sha256_hex(data)), sha256_hex(data), len(data))
-            for kind in COMPANIONS
-            if (data := companions.get(kind)) is not None
-        }
+        named = _named(companions)
         _blocked(directory, manifest_name(generation), f"the manifest of generation {generation}")
         for kind, companion in named.items():
-            _blocked(directory, companion.name, f"the {kind} companion")
+            if isinstance(companions[kind], Companion):
+                _check_carried(directory, kind, companion)
+            else:
+                _blocked(directory, companion.name, f"the {kind} companion")
         prior = previous_for_commit(directory, loaded)  # C10: read again, under the lock
         if seal is not None:
             check_extends(directory, prior, seal)
@@ -292,26 +335,32 @@ def commit_generation(
         _after_publication(attempt, published, data)
     if ledger is not None and seal is not None:
         keep(ledger, seal.frontier, seal.digest)  # the next commit appends to this one
-    if prior is not None and prior.version == 3:
+    if prior is not None and prior.version < SESSION_VERSION:
         LOG.warning("session %s: %s", directory, MIGRATED)
     return published, written
 
 
 def _publish(
-    attempt: _Attempt, companions: Mapping[str, bytes], named: dict[str, Companion], manifest: Manifest, generation: int
+    attempt: _Attempt,
+    companions: Mapping[str, Payload],
+    named: dict[str, Companion],
+    manifest: Manifest,
+    generation: int,
 ) -> tuple[Manifest, bytes, int]:
     """Place every new companion, then link the manifest under its generation's name: the commit point."""
     directory, written = attempt.directory, 0
     for kind, companion in named.items():
         data = companions[kind]
+        if isinstance(data, Companion):
+            continue  # carried: checked under the lock, its bytes already in place
         attempt.doing = f"writing {companion.name}"
         if _present(directory, companion.name, data):
             continue  # content-addressed: the same name holds the same bytes
         tmp = attempt.write_new(data)
         written += len(data)
-        step(f"companion-written:{kind}")
+        step(f"companion-written:{kind.split('[')[0]}")
         attempt.place(tmp, directory / companion.name)
-        step(f"companion-renamed:{kind}")
+        step(f"companion-renamed:{kind.split('[')[0]}")
     attempt.doing = f"syncing {directory}"
     _fsync_dir(directory)
     published = replace(
@@ -323,6 +372,7 @@ def _publish(
         runledger=named.get("runledger"),
         telemetry=named["telemetry"],
         version=SESSION_VERSION,
+        journal=tuple(companion for kind, companion in named.items() if kind.startswith("journal[")),
     )
     data = file_bytes(published.to_dict())
     name = manifest_name(generation)
@@ -350,10 +400,12 @@ def _after_publication(attempt: _Attempt, published: Manifest, data: bytes) -> N
         _fsync_dir(directory)
     step("manifest-published")
     try:
-        pointer = attempt.write_new(data)
+        # The pointer is a copy for people and tools, never read by a loader: it is not fsynced (two of
+        # a commit's six fsyncs, most of an every-ask checkpoint's cost). After a power cut it may lag
+        # the newest manifest, as it may after a crash between the link and this step (C8).
+        pointer = attempt.write_new(data, sync=False)
         step("pointer-written")
         attempt.place(pointer, directory / POINTER_NAME)
-        _fsync_dir(directory)
         step("pointer-renamed")
     except OSError:
         attempt.discard_temps()  # session.json is a convenience copy, never trusted on load

@@ -1,4 +1,4 @@
-"""Names in a session directory and the manifest format ``contextmesh.session`` v4 (v3 still read).
+"""Names in a session directory and the manifest format ``contextmesh.session`` v5 (v3 and v4 still read).
 
 A directory holds:
 
@@ -18,6 +18,11 @@ v4 adds two manifest fields after ``ledger_head``: ``ledger_tree`` (the RFC 9162
 ledger, ``{"size", "root"}``) and ``checkpoint`` (that head as a C2SP signed note, or null for a
 writer without a key). A v3 manifest is read with neither; the writer writes v4 only
 (``docs/formats/session-v4.md``, ADR 0012).
+
+v5 adds one field after ``checkpoint``: ``journal``, the ordered list of journal segments
+(``journal-<sha256>.json``, ``contextmesh.journal`` v1) a reader replays onto the graph, telemetry
+and resolver companions, which are then the generation's *snapshot* (``docs/formats/session-v5.md``,
+ADR 0020). A v3 or v4 manifest is read with an empty journal; the writer writes v5 only.
 """
 
 from __future__ import annotations
@@ -38,6 +43,7 @@ __all__ = [
     "LOCK_NAME",
     "MANIFEST",
     "MAX_CORPUS_LABEL",
+    "MAX_SEGMENTS",
     "POINTER_NAME",
     "READ_VERSIONS",
     "SESSION_SCHEMA",
@@ -46,18 +52,23 @@ __all__ = [
     "Manifest",
     "companion_name",
     "corpus_label_problem",
+    "journal_limit",
     "manifest_name",
     "parse_manifest",
 ]
 
 SESSION_SCHEMA = "contextmesh.session"
-SESSION_VERSION = 4  # what the writer writes
-READ_VERSIONS = (3, 4)  # what the reader reads
+SESSION_VERSION = 5  # what the writer writes
+READ_VERSIONS = (3, 4, 5)  # what the reader reads
 POINTER_NAME = "session.json"
 LOCK_NAME = "session.lock"
 MANIFEST = re.compile(r"^session-([0-9]{6})\.json$")
 COMPANIONS = ("graph", "telemetry", "resolver", "execution", "runledger")
-COMPANION_NAME = re.compile(r"^(graph|telemetry|resolver|execution|runledger)-([0-9a-f]{64})\.json$")
+COMPANION_NAME = re.compile(r"^(graph|telemetry|resolver|execution|runledger|journal)-([0-9a-f]{64})\.json$")
+# A journal's bounds (S52, S53): few enough segments that a manifest stays far below its 64 KiB, and
+# few enough bytes that replaying them costs a fraction of parsing the snapshot.
+MAX_SEGMENTS = 64
+JOURNAL_FLOOR_BYTES = 1 << 20
 _HEX = re.compile(r"^[0-9a-f]{64}$")
 MAX_CORPUS_LABEL = 200  # characters; a label names a corpus, it does not describe one
 CORPUS_RULE = (
@@ -79,7 +90,14 @@ _V3_FIELDS = (
     "runledger",
     "ledger_head",
 )
-_FIELDS = (*_V3_FIELDS, "ledger_tree", "checkpoint")
+_V4_FIELDS = (*_V3_FIELDS, "ledger_tree", "checkpoint")
+_FIELDS = (*_V4_FIELDS, "journal")
+_FIELDS_OF = {3: _V3_FIELDS, 4: _V4_FIELDS, 5: _FIELDS}
+
+
+def journal_limit(snapshot_bytes: int) -> int:
+    """The most bytes a journal on a graph snapshot of ``snapshot_bytes`` may hold (S53)."""
+    return max(snapshot_bytes // 8, JOURNAL_FLOOR_BYTES)
 
 
 def manifest_name(generation: int) -> str:
@@ -142,6 +160,8 @@ class Manifest:
     ledger_tree: TreeHead | None = None
     checkpoint: str | None = None
     version: int = SESSION_VERSION
+    # v5: the journal segments replayed onto the snapshot (graph, telemetry, resolver), in order.
+    journal: tuple[Companion, ...] = ()
 
     def __post_init__(self) -> None:
         # Checked here as well as on load, so a commit refuses a label before writing anything.
@@ -150,7 +170,7 @@ class Manifest:
             raise SnapshotError("corpus", problem, CORPUS_RULE)
 
     def to_dict(self) -> dict[str, Any]:
-        """The manifest document, in the form the writer writes (v4)."""
+        """The manifest document, in the form the writer writes (v5)."""
         tree = self.ledger_tree
         return {
             "schema": SESSION_SCHEMA,
@@ -168,14 +188,17 @@ class Manifest:
             "ledger_head": self.ledger_head,
             "ledger_tree": None if tree is None else {"size": tree.size, "root": tree.root_hex},
             "checkpoint": self.checkpoint,
+            "journal": [segment.to_dict() for segment in self.journal],
         }
 
     def companions(self) -> dict[str, Companion]:
-        """Every companion this generation names, by kind."""
+        """Every companion this generation names, by kind (``journal[i]`` for the i-th segment)."""
         found = {"graph": self.graph, "telemetry": self.telemetry, "resolver": self.resolver}
         if self.execution is not None and self.runledger is not None:
             found["execution"] = self.execution
             found["runledger"] = self.runledger
+        for index, segment in enumerate(self.journal):
+            found[f"journal[{index}]"] = segment
         return found
 
 
@@ -217,7 +240,7 @@ def _walker(value: Any) -> WalkerSettings:
 
 
 def _header(top: dict[str, Any]) -> int:
-    """S9: the schema, then the version: an integer, not the original project's, 3 or 4."""
+    """S9: the schema, then the version: an integer, not the original project's, 3, 4 or 5."""
     found = top.get("version")
     version = found if type(found) is int and found in READ_VERSIONS else SESSION_VERSION
     try:
@@ -225,7 +248,7 @@ def _header(top: dict[str, Any]) -> int:
     except SnapshotError as exc:
         if exc.path != "version" or type(found) is not int or found in (1, 2):
             raise
-        raise SnapshotError("version", exc.found, "this ContextMesh reads contextmesh.session v3 and v4") from None
+        raise SnapshotError("version", exc.found, "this ContextMesh reads contextmesh.session v3, v4 and v5") from None
     return version
 
 
@@ -250,7 +273,7 @@ def parse_manifest(data: Any, file_generation: int) -> Manifest:
     """Check a manifest document strictly; its generation must equal the one in its file name."""
     top = expect_dict(data, "$")
     version = _header(top)
-    exact_keys(top, _FIELDS if version == 4 else _V3_FIELDS, "$")
+    exact_keys(top, _FIELDS_OF[version], "$")
     session_id = top["session_id"]
     try:
         if type(session_id) is not str or str(uuid.UUID(session_id)) != session_id:
@@ -267,20 +290,22 @@ def parse_manifest(data: Any, file_generation: int) -> Manifest:
     if problem is not None:
         raise SnapshotError("corpus", problem, CORPUS_RULE)
     execution, runledger, head = top["execution"], top["runledger"], top["ledger_head"]
-    together = [execution, runledger, head] + ([top["ledger_tree"]] if version == 4 else [])
+    together = [execution, runledger, head] + ([top["ledger_tree"]] if version >= 4 else [])
     if len({value is None for value in together}) > 1:
-        names = "execution, runledger, ledger_head" + (" and ledger_tree" if version == 4 else "")
+        names = "execution, runledger, ledger_head" + (" and ledger_tree" if version >= 4 else "")
         raise SnapshotError("execution", f"only some of {names}", "all are null or all are present")
     if head is not None and (type(head) is not str or not _HEX.match(head)):
         raise SnapshotError("ledger_head", repr(head), "64 lower-case hex digits")
-    tree, checkpoint = _tree(top) if version == 4 else (None, None)
+    tree, checkpoint = _tree(top) if version >= 4 else (None, None)
+    graph = _companion(top["graph"], "graph", "graph")
+    journal = _journal(top["journal"], graph) if version == 5 else ()
     return Manifest(
         session_id,
         generation,
         _int(top["rounds"], "rounds", 0),
         _walker(top["walker"]),
         corpus,
-        _companion(top["graph"], "graph", "graph"),
+        graph,
         _companion(top["resolver"], "resolver", "resolver"),
         None if execution is None else _companion(execution, "execution", "execution"),
         None if runledger is None else _companion(runledger, "runledger", "runledger"),
@@ -289,4 +314,22 @@ def parse_manifest(data: Any, file_generation: int) -> Manifest:
         tree,
         checkpoint,
         version,
+        journal,
     )
+
+
+def _journal(value: Any, graph: Companion) -> tuple[Companion, ...]:
+    """S52, S53: an array of at most MAX_SEGMENTS journal companions, within the snapshot's byte bound."""
+    if type(value) is not list:
+        raise SnapshotError("journal", repr(value)[:60], "the journal is an array of companions")
+    if len(value) > MAX_SEGMENTS:
+        raise SnapshotError("journal", f"{len(value)} segments", f"a journal holds at most {MAX_SEGMENTS} segments")
+    segments = tuple(_companion(item, "journal", f"journal[{i}]") for i, item in enumerate(value))
+    total, limit = sum(segment.bytes for segment in segments), journal_limit(graph.bytes)
+    if total > limit:
+        raise SnapshotError(
+            "journal",
+            f"{total} bytes of segments on a {graph.bytes}-byte snapshot",
+            f"a journal holds at most max(an eighth of its snapshot, {JOURNAL_FLOOR_BYTES}) bytes ({limit})",
+        )
+    return segments

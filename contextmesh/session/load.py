@@ -15,11 +15,13 @@ loader refuses deeper text before any recursive parser sees it), and no integer 
 loop or an allocation.
 
 Checks, in order: the manifest (a regular file of at most 64 KiB, then schema, version — the
-original project's v1/v2 refused by name, v3 and v4 read — fields, generation = file name); each
+original project's v1/v2 refused by name, v3, v4 and v5 read — fields, generation = file name); each
 companion's name, location, kind (a regular file) and then, in manifest order, size and SHA-256;
-the graph file (whose walk counters must all be 0); the telemetry file against the graph (its
-counters then applied); the resolver against the graph; the run ledger against the manifest's head
-(``expect_head``), its Merkle tree built in the same pass from the bytes the digest check hashes;
+the graph file (whose walk counters must all be 0) with the v5 journal replayed onto it; the
+telemetry file against the graph (its counters then applied, then the journal's); the resolver
+(with the journal's aliases and log records) against the graph (:mod:`~contextmesh.session.replay`);
+the run ledger against the manifest's head (``expect_head``), its Merkle tree built in the same pass
+from the bytes the digest check hashes;
 the v4 tree head and checkpoint against the ledger and, for a reader that pins verifier keys
 (``trusted_keys``), the checkpoint's signature and the tree against the previous generation's
 (:mod:`~contextmesh.session.heads`, rules S43–S51); the plan against the graph and the registry; the
@@ -44,9 +46,7 @@ from contextmesh.core.graph import ContextGraph
 from contextmesh.execution.plan import Plan
 from contextmesh.execution.snapshot import restore_plan
 from contextmesh.execution.task_registry import TaskRegistry
-from contextmesh.formats.graph_file import load_graph
 from contextmesh.formats.merkle import MerkleTree
-from contextmesh.formats.resolver_file import load_resolver
 from contextmesh.formats.run_ledger import RunLedger
 from contextmesh.knowledge.resolve import Resolver
 from contextmesh.session.commit import latest_generation
@@ -55,7 +55,7 @@ from contextmesh.session.heads import Previous, check_heads, leaf_pass_for, pars
 from contextmesh.session.layout import Manifest, manifest_name, parse_manifest
 from contextmesh.session.ledger_tree import LeafPass, keep
 from contextmesh.session.receipts import check_receipt
-from contextmesh.session.telemetry import apply_telemetry, check_zeroed
+from contextmesh.session.replay import Replayed, load_state
 
 if TYPE_CHECKING:
     from contextmesh.formats.signed_note import NoteVerifier
@@ -76,6 +76,7 @@ class Loaded:
     ledger: RunLedger | None
     raw: dict[str, bytes]
     tree: MerkleTree | None = None  # the ledger's whole tree, when the load was asked to keep it
+    journal: Replayed | None = None  # what the v5 journal held (None: the generation is its snapshot)
 
 
 _Read = tuple[Manifest, dict[str, bytes], tuple[str, bytes] | None]
@@ -194,19 +195,7 @@ def _parse(
     read_only: bool,
     pins: tuple[Previous | None, tuple[NoteVerifier, ...], bool],
 ) -> Loaded:
-    try:
-        graph = load_graph(raw["graph"])
-        check_zeroed(graph)  # counters live in the telemetry companion, never in the graph file
-    except InputError as exc:
-        raise _in_file(manifest.graph.name, exc) from None
-    try:
-        apply_telemetry(raw["telemetry"], graph)
-    except InputError as exc:
-        raise _in_file(manifest.telemetry.name, exc) from None
-    try:
-        resolver = load_resolver(raw["resolver"], graph)
-    except InputError as exc:
-        raise _in_file(manifest.resolver.name, exc) from None
+    graph, resolver, journal = load_state(manifest, raw)
     previous, pinned, full_tree = pins
     runner = ledger = None
     tree: LeafPass | None = None
@@ -220,7 +209,7 @@ def _parse(
     if ledger is not None and tree is not None:
         runner = _load_plan(directory, manifest, raw, graph, ledger, registry, read_only)
         keep(ledger, tree.frontier, tree.last_digest)  # the commit hook extends it: no rehash
-    return Loaded(manifest, graph, resolver, runner, ledger, raw, None if tree is None else tree.tree)
+    return Loaded(manifest, graph, resolver, runner, ledger, raw, None if tree is None else tree.tree, journal)
 
 
 def _load_plan(

@@ -49,6 +49,7 @@ from contextmesh.knowledge.traverse import Walk, Walker, WalkerSettings
 from contextmesh.session.commit import CommitConflictError, commit_generation, latest_generation
 from contextmesh.session.files import os_cause
 from contextmesh.session.heads import environment_signer
+from contextmesh.session.journal import JournalState, plan_commit
 from contextmesh.session.layout import Companion, Manifest
 from contextmesh.session.load import Loaded, load_directory
 from contextmesh.session.lock import SessionLockedError, create_lock_file
@@ -102,6 +103,9 @@ class Session:
     last_skip: str | None = field(default=None, init=False)
     bytes_written: int = field(default=0, init=False)
     _stamp: tuple[int, int] | None = field(default=None, init=False)
+    # The generation this writer holds as a snapshot and a journal (ADR 0020); None: the next
+    # commit writes a snapshot.
+    _journal: JournalState | None = field(default=None, init=False)
 
     def __post_init__(self) -> None:
         if self.policy not in POLICIES:
@@ -132,6 +136,7 @@ class Session:
             raise SessionError(f"cannot create a session in {directory}: {os_cause(exc)}") from None
         session.directory = directory
         session.generation = 0
+        session._journal = None  # a new directory starts from a snapshot
         try:
             session.commit()
         except BaseException:
@@ -192,7 +197,7 @@ class Session:
         trusted_keys: tuple[NoteVerifier, ...],
     ) -> Session:
         stored = {f.name: getattr(loaded.manifest, f.metadata["manifest"]) for f in _STORED_FIELDS}
-        return cls(
+        session = cls(
             loaded.graph,
             loaded.resolver,
             directory=directory,
@@ -204,6 +209,11 @@ class Session:
             trusted_keys=trusted_keys,
             **stored,
         )
+        if not read_only:
+            session._journal = JournalState.loaded(
+                directory, loaded.manifest, session.graph, session.resolver, loaded.journal
+            )
+        return session
 
     def _reload(self, directory: Path) -> Session:
         if self.read_only:
@@ -243,8 +253,25 @@ class Session:
             files["runledger"] = self.runner.ledger.dump()
         return files
 
-    def commit(self, *, lock_wait: float = 2.0, signer: NoteSigner | None = None) -> int:
+    def commit_payload(self) -> dict[str, bytes | Companion]:
+        """What the next commit hands the writer: each companion's new bytes, or the companion it carries.
+
+        The graph, telemetry and resolver are the snapshot's (carried) plus one new journal segment
+        (``journal[i]``), or a new snapshot (ADR 0020); the plan and ledger are dumped whole.
+        """
+        assert self.directory is not None
+        plan = plan_commit(self._journal, self.directory, self.graph, self.resolver)
+        payload: dict[str, bytes | Companion] = dict(plan.payload)
+        if self.runner is not None:
+            payload["execution"] = dump_plan(self.runner)
+            payload["runledger"] = self.runner.ledger.dump()
+        return payload
+
+    def commit(self, *, lock_wait: float = 2.0, signer: NoteSigner | None = None, snapshot: bool = False) -> int:
         """Publish the next generation if the directory is still at the one this session loaded.
+
+        The generation journals what changed since the last one (ADR 0020); ``snapshot`` writes the
+        graph, telemetry and resolver whole instead, with an empty journal (a compaction on demand).
 
         The ledger's tree head is recorded and, with the deployment's key — ``signer``, else
         ``$CONTEXTMESH_LEDGER_KEY``, else the file ``$CONTEXTMESH_LEDGER_KEY_FILE`` names — signed as the
@@ -267,7 +294,11 @@ class Session:
             ledger_head=head,
         )
         try:
-            companions = self.companions()
+            plan = plan_commit(None if snapshot else self._journal, self.directory, self.graph, self.resolver)
+            companions: dict[str, bytes | Companion] = dict(plan.payload)
+            if self.runner is not None:
+                companions["execution"] = dump_plan(self.runner)
+                companions["runledger"] = self.runner.ledger.dump()
         except InputError as exc:  # e.g. a worker's output nested deeper than a file can hold
             raise SessionError(
                 f"cannot commit to {self.directory}: the session's state cannot be written: {exc}"
@@ -281,6 +312,7 @@ class Session:
             ledger=self.ledger,
             signer=signer if signer is not None else environment_signer(self.directory),
         )
+        self._journal = plan.landed(self._journal, published, self.directory, self.graph, self.resolver)
         self.generation = published.generation
         self.bytes_written += written
         self.commits += 1
@@ -311,7 +343,7 @@ class Session:
     def _adopt(self, other: Session) -> None:
         """Take a reload's state (every field passed in, and the walker built on it); keep this
         process's counters."""
-        for name in (*_INIT_FIELDS, "walker"):
+        for name in (*_INIT_FIELDS, "walker", "_journal"):
             setattr(self, name, getattr(other, name))
 
     def refresh(self) -> bool:

@@ -49,7 +49,7 @@ def test_dead_end_names_its_reason_and_what_it_tried(capsys: pytest.CaptureFixtu
         (["ask", "What made the sharding rule wrong?"], "answer_id"),
         (["health", "--rounds", "1"], "signals"),
         (["invalidate", "--dry-run", "--rounds", "0"], "blast_radius"),
-        (["demo", "--rounds", "1"], "build"),
+        (["demo", "--rounds", "1", "--executor", "in-process"], "build"),
     ],
 )
 def test_every_command_prints_one_json_document(args: list[str], key: str) -> None:
@@ -59,7 +59,7 @@ def test_every_command_prints_one_json_document(args: list[str], key: str) -> No
 
 
 def test_demo_prints_stage_counts_tokens_and_the_break() -> None:
-    result = run("demo", "--rounds", "2")
+    result = run("demo", "--rounds", "2", "--executor", "in-process")  # the Prefect half: tests/demo
     assert result.returncode == 0, result.stderr
     for stage in ("CHUNK", "EXTRACT", "RESOLVE", "LINK", "EMBED", "PRUNE"):
         assert f"       {stage}" in result.stdout

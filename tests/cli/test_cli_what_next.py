@@ -43,7 +43,7 @@ def test_export_help_says_it_commits_nothing_and_the_writes_say_they_commit(caps
     assert "commit through it" not in exported
     assert "export never commits" in exported and "commits nothing to a session" in exported
     top = " ".join(_help("recheck", capsys).split())
-    assert "commit what it finds" in top
+    assert "commit what they find" in top
     assert "and commit it" in " ".join(_help("resume", capsys).split())
 
 

@@ -100,6 +100,24 @@ def test_execution_panel_shows_rounds_receipt_and_a_verified_head(demo_page: Any
     assert f"{execution['receipt']['preserved_count']} preserved" in text
 
 
+def test_demo_round_one_shows_the_argon2_key_it_ran_not_the_bcrypt_key_repaired_onto_later(demo_page: Any) -> None:
+    def cell(round_number: int) -> str:
+        text: str = demo_page.execute_script(
+            "return document.querySelector(`#p-execution tr[data-task='hashing'] td[data-round='${arguments[0]}']`)"
+            ".textContent",
+            round_number,
+        )
+        return text
+
+    assert "auth.hash.argon2.v1" in cell(1) and "bcrypt" not in cell(1)
+    assert "→ auth.hash.bcrypt.v1" in cell(2)
+    assert "auth.hash.bcrypt.v1" in cell(3)
+    heads = demo_page.execute_script("return [...document.querySelectorAll('#p-execution th[data-round]')].length")
+    links = demo_page.execute_script("return document.querySelectorAll('#p-execution th[data-round] a').length")
+    assert heads == 3 and links == 0  # the demo's walk-through runs in-process: nothing to link to
+    assert "in-process · no Prefect flow run" in demo_page.find_element("id", "p-execution").text
+
+
 def test_page_is_readable_in_the_dark_scheme(tmp_path: Path) -> None:
     with chromium(tmp_path / "profile") as driver:
         driver.execute_cdp_cmd(

@@ -2,10 +2,11 @@
 
 Every module under ``contextmesh/demo/`` is parsed with ``ast``. Allowed: ``import contextmesh``,
 ``from contextmesh import X`` with ``X`` in ``contextmesh.__all__``, the demo's own modules
-(``contextmesh.demo`` and below, absolute or relative), the standard library and third-party
-packages. Refused: any other ``contextmesh.*`` module, whether imported (at module level or in a
-function, ``import`` or ``from``), named in a literal ``importlib.import_module``/``__import__``
-call, or reached as an attribute of ``contextmesh`` (``contextmesh.core.graph``).
+(``contextmesh.demo`` and below, absolute or relative), the orchestration modules docs/api.md says
+a program imports by path (:data:`BY_PATH`), the standard library and third-party packages.
+Refused: any other ``contextmesh.*`` module, whether imported (at module level or in a function,
+``import`` or ``from``), named in a literal ``importlib.import_module``/``__import__`` call, or
+reached as an attribute of ``contextmesh`` (``contextmesh.core.graph``).
 """
 
 from __future__ import annotations
@@ -17,6 +18,11 @@ import contextmesh
 
 DEMO_DIR = Path(contextmesh.__file__).resolve().parent / "demo"
 PUBLIC = frozenset(contextmesh.__all__)
+# The modules docs/api.md says a program imports by path (Prefect orchestration is not in the root).
+BY_PATH = frozenset(
+    f"contextmesh.orchestration.{name}" for name in ("flow_steps", "commands", "local_server", "settings")
+)
+API_DOC = Path(__file__).resolve().parents[2] / "docs" / "api.md"
 
 
 def _own(module: str) -> bool:
@@ -24,7 +30,7 @@ def _own(module: str) -> bool:
 
 
 def _engine(module: str) -> bool:
-    return module.startswith("contextmesh.") and not _own(module)
+    return module.startswith("contextmesh.") and not _own(module) and module not in BY_PATH
 
 
 def _relative_base(node: ast.ImportFrom, package: str) -> str:
@@ -101,6 +107,11 @@ def test_the_demo_does_use_the_public_api() -> None:
     assert used <= PUBLIC
 
 
+def test_the_modules_imported_by_path_are_the_ones_the_api_page_names() -> None:
+    page = API_DOC.read_text(encoding="utf-8")
+    assert all(f"`{module}`" in page for module in BY_PATH)
+
+
 # -- the checker itself ---------------------------------------------------------------------------
 
 
@@ -113,6 +124,9 @@ def test_an_engine_module_import_is_caught_in_every_form() -> None:
     ]
     assert problems("def f():\n    from contextmesh.session import session\n") == [
         "2: from contextmesh.session import ...: an engine module, not the public API"
+    ]
+    assert problems("from contextmesh.orchestration.run_states import x\n") == [
+        "1: from contextmesh.orchestration.run_states import ...: an engine module, not the public API"
     ]
     assert problems("import importlib\nimportlib.import_module('contextmesh.knowledge.pipeline')\n") == [
         "2: import_module('contextmesh.knowledge.pipeline'): an engine module, not the public API"

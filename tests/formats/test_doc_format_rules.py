@@ -3,8 +3,9 @@
 Cheap checks, not a reader of the pages: rule ids are numbered once each, from 1, per prefix; every id
 a page or a format module cites names a rule of its page; and the limits and rule texts that the
 session pages and ``execution-v2.md`` quote verbatim are the ones the loaders use. ``session-v3.md``
-stays for readers of v3: it is checked against itself (v4 keeps every v3 rule's number and adds
-S41-S51, C9-C10), and the code's citations are checked against ``session-v4.md``.
+and ``session-v4.md`` stay for readers of v3 and v4: each is checked against itself (v4 keeps every
+v3 rule's number and adds S41-S51, C9-C10; v5 keeps every v4 rule's and adds S52-S58, C11), and the
+code's citations are checked against ``session-v5.md``.
 """
 
 from __future__ import annotations
@@ -27,10 +28,11 @@ PAGES = {
     "E": "execution-v2.md",
     "L": "runledger-v2.md",
     "P": "proofs-v1.md",
-    **dict.fromkeys("STFCNW", "session-v4.md"),
+    "J": "journal-v1.md",
+    **dict.fromkeys("STFCNW", "session-v5.md"),
 }
 # Pages kept for readers of an older version: their rules are checked against the page itself.
-LEGACY = {"session-v3.md": "session-v4.md"}
+LEGACY = {"session-v3.md": "session-v5.md", "session-v4.md": "session-v5.md"}
 # The modules that implement the formats (elsewhere an "S311" is a linter's code, not a rule).
 MODULES = [
     *sorted((ROOT / "contextmesh" / "session").glob("*.py")),
@@ -121,7 +123,20 @@ def test_v4_keeps_every_v3_rule_and_adds_its_own_after_the_last() -> None:
     assert new - old == {f"S{n}" for n in range(41, 52)} | {"C9", "C10"}
 
 
-@pytest.mark.parametrize("name", ["session-v3.md", "session-v4.md"])
+def test_v5_keeps_every_v4_rule_and_adds_its_own_after_the_last() -> None:
+    old, new = defined("session-v4.md"), defined("session-v5.md")
+    assert old <= new
+    assert new - old == {f"S{n}" for n in range(52, 59)} | {"C11"}
+
+
+def test_the_v5_page_states_the_journals_bounds_as_the_loader_applies_them() -> None:
+    page = flat("session-v5.md")
+    assert layout.MAX_SEGMENTS == 64 and layout.JOURNAL_FLOOR_BYTES == 1_048_576
+    assert "at most 64 elements" in page and "max(⌊`graph.bytes` / 8⌋, 1,048,576)" in page
+    assert layout.journal_limit(8 * 2**20 * 3) == 3 * 2**20 and layout.journal_limit(100) == 2**20
+
+
+@pytest.mark.parametrize("name", ["session-v3.md", "session-v4.md", "session-v5.md"])
 def test_the_session_pages_bounds_are_the_loaders(name: str) -> None:
     page = flat(name)
     assert files.MANIFEST_MAX_BYTES == 65_536
@@ -134,17 +149,17 @@ def test_the_session_pages_bounds_are_the_loaders(name: str) -> None:
     assert f"`a file nests arrays and objects at most {MAX_DEPTH} deep`" in page
 
 
-@pytest.mark.parametrize("name", ["session-v3.md", "session-v4.md"])
+@pytest.mark.parametrize("name", ["session-v3.md", "session-v4.md", "session-v5.md"])
 def test_the_session_page_quotes_the_readers_rule_texts(name: str) -> None:
     page = flat(name)
     assert f"`{files._RULE}`" in page
     assert "`names in a session directory are plain file names`" in page
 
 
-def test_the_v4_page_names_the_versions_the_reader_reads_and_the_writer_writes() -> None:
-    page = flat("session-v4.md")
-    assert layout.READ_VERSIONS == (3, 4) and layout.SESSION_VERSION == 4
-    assert "`this ContextMesh reads contextmesh.session v3 and v4`" in page
+def test_the_v5_page_names_the_versions_the_reader_reads_and_the_writer_writes() -> None:
+    page = flat("session-v5.md")
+    assert layout.READ_VERSIONS == (3, 4, 5) and layout.SESSION_VERSION == 5
+    assert "`this ContextMesh reads contextmesh.session v3, v4 and v5`" in page
     assert f"session <dir>: {commit.MIGRATED}" in page
 
 

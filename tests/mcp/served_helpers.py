@@ -90,6 +90,9 @@ class ServeProcess:
             "PREFECT_HOME": str(root / "prefect-client"),
             "CONTEXTMESH_HOME": str(self.home),
             "PREFECT_RUNNER_POLL_FREQUENCY": "2",  # Prefect's default 10 s would pace every dispatch
+            # mesh_recheck, not serve's own reaction to the submission (ADR 0017, tests/orchestration/
+            # test_serve_reacts.py), is what interprets submitted evidence in these tests.
+            "CONTEXTMESH_REACT": "0",
         }
         subprocess.run(
             [str(CLI), "session", "save", str(self.directory), "--feed", str(self.feed)],

@@ -35,7 +35,7 @@ from contextmesh.session.session import Session
 pytestmark = [pytest.mark.anyio, pytest.mark.integration]
 BCRYPT = DEFAULT_KEYS["bcrypt"]
 STALE = ["hashing", "routes", "rate_limit"]
-DISPATCHED = ["mesh_recheck", "mesh_resume"]
+DISPATCHED = ["mesh_recheck", "mesh_rerun_from", "mesh_resume"]
 PLAN_SOURCE = slug(f"execution plan: {PLAN_NAME}", "source")
 ADVISORY = {
     "text": "argon2-cffi: CVE-2026-9999, memory-hard parameters silently downgraded (advisory)",
@@ -277,7 +277,10 @@ async def test_recheck_and_resume_return_a_handle_at_once_and_mesh_flow_run_read
             assert (await session_resource(client))["generation"] >= recheck["generation"]
             # the flow run committed in its own process; a subscriber heard of it within a second
             committed = (serving.directory / f"session-{recheck['generation']:06d}.json").stat().st_mtime
-            await anyio.sleep(1.0)
+            # Wait for that notice, not a fixed second: none arriving after committed + 1 s could count.
+            with anyio.move_on_after(max(0.0, committed + 1.0 - time.time()) + 0.1):
+                while not any(committed <= t <= committed + 1.0 for t in arrivals):
+                    await anyio.sleep(0.05)
             assert any(committed <= t <= committed + 1.0 for t in arrivals), (committed, arrivals)
 
             wait_for(

@@ -133,7 +133,7 @@ def test_a_non_loopback_bind_answers_only_requests_with_the_token(
         assert request(outside_address, port, {"Host": f"127.0.0.1:{port}"})[0] == 401
         assert request(outside_address, port, {"Host": f"127.0.0.1:{port}"}, method="GET")[0] == 401
         status, _, body = request(outside_address, port, {"Authorization": f"Bearer {TOKEN}"})
-        assert status == 200 and len(json.loads(body)["result"]["tools"]) == 12
+        assert status == 200 and len(json.loads(body)["result"]["tools"]) == 13
         assert request(outside_address, port, {"Authorization": f"bearer {TOKEN}"})[0] == 200  # scheme: any case
     assert any("beyond loopback" in line for line in server.stderr)
 

@@ -25,7 +25,7 @@ pytestmark = pytest.mark.integration
 INSPECTOR = ROOT / ".tools" / "inspector"
 PACKAGE = INSPECTOR / "node_modules" / "@modelcontextprotocol" / "inspector" / "package.json"
 VERSION = "2.12.0"
-TOOLS = 12
+TOOLS = 13
 
 
 @pytest.fixture(scope="module")
@@ -138,7 +138,7 @@ def test_the_inspector_reads_which_tools_are_not_answering_in_descriptions_and_t
     check_listing(listing)
     tools = {t["name"]: t["description"] for t in listing["tools"]}  # type: ignore[attr-defined]
     flagged = sorted(name for name, text in tools.items() if text.startswith("NOT ANSWERING NOW"))
-    assert flagged == ["mesh_recheck", "mesh_resume"]
+    assert flagged == ["mesh_recheck", "mesh_rerun_from", "mesh_resume"]
     assert dead_api.removesuffix("/api") in tools["mesh_recheck"] and "refused" in tools["mesh_recheck"]
     (content,) = described["contents"]  # type: ignore[misc]
-    assert json.loads(content["text"])["served"]["not_answering"] == ["mesh_recheck", "mesh_resume"]
+    assert json.loads(content["text"])["served"]["not_answering"] == ["mesh_recheck", "mesh_rerun_from", "mesh_resume"]

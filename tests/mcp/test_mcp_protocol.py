@@ -137,7 +137,7 @@ def test_http_media_types_are_case_insensitive(session_dir: Path, feed: Path) ->
     with ServerProcess(["--session", str(session_dir), "--checkpoint", "never"], env=env(feed)) as server:
         for content_type in ("APPLICATION/JSON", "Application/Json; Charset=UTF-8", "application/json; charset=utf-8"):
             status, body = post(server.port, message("tools/list"), {"Content-Type": content_type})
-            assert status == 200 and len(json.loads(body)["result"]["tools"]) == 12, (content_type, body[:200])
+            assert status == 200 and len(json.loads(body)["result"]["tools"]) == 13, (content_type, body[:200])
         assert post(server.port, message("ping"), {"Accept": "APPLICATION/JSON"})[0] == 200
         assert post(server.port, message("ping"), {"Content-Type": "APPLICATION/XML"})[0] in {400, 415}
         # Case-folding does not let an impossible id through under an odd spelling either.

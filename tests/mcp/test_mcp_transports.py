@@ -66,7 +66,7 @@ async def test_a_stdio_subprocess_serves_tools_and_resources(session_dir: Path, 
     )
     async with Client(params, read_timeout_seconds=60) as client:
         tools = await client.list_tools()
-        assert len(tools.tools) == 12 and tools.meta["notAnswering"] == []  # type: ignore[index]
+        assert len(tools.tools) == 13 and tools.meta["notAnswering"] == []  # type: ignore[index]
         answer = await call(client, "mesh_ask", {"question": QUESTIONS[0]})
         assert answer["answered"]
         session = json.loads((await client.read_resource("contextmesh://session")).contents[0].text)  # type: ignore[union-attr]
@@ -196,7 +196,7 @@ async def test_http_serves_json_over_post_only_on_loopback(session_dir: Path, fe
         for mode in ("auto", "legacy"):
             async with Client(server.url, mode=mode) as client:
                 tools = await client.list_tools()
-                assert len(tools.tools) == 12 and tools.meta["notAnswering"] == []  # type: ignore[index]
+                assert len(tools.tools) == 13 and tools.meta["notAnswering"] == []  # type: ignore[index]
                 assert (await call(client, "mesh_ask", {"question": QUESTIONS[1]}))["question"] == QUESTIONS[1]
                 assert (await client.read_resource("contextmesh://health")).contents
         status, body = post(server.port, rpc("tools/list"))

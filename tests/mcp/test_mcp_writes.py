@@ -19,6 +19,7 @@ from contextmesh.demo.saved import demo_registry
 from contextmesh.execution.context import AuditContext, Verdict
 from contextmesh.execution.task_registry import TaskRegistry
 from contextmesh.mcp.models import FlowRunOut, RecheckResult, ResumeResult
+from contextmesh.mcp.rerun_tool import mesh_rerun_from
 from contextmesh.mcp.served_session import ServedSession
 from contextmesh.mcp.server import build_server
 from contextmesh.mcp.write_dispatch import ProbeCache
@@ -258,7 +259,8 @@ async def test_not_answering_names_the_dispatched_tools_when_the_deployment_is_d
 ) -> None:
     down, up = FakeDispatcher(False), FakeDispatcher(True)
     plain = served_session(session_dir, feed)
-    for dispatcher, expected in ((down, ["mesh_recheck", "mesh_resume"]), (up, []), (None, [])):
+    dispatched = ["mesh_recheck", "mesh_rerun_from", "mesh_resume"]
+    for dispatcher, expected in ((down, dispatched), (up, []), (None, [])):
         session = Session.load(session_dir, registry=plain.session.registry)
         served = ServedSession(session, ephemeral=False, source="x", dispatcher=dispatcher)
         async with Client(build_server(served), mode=mode) as client:
@@ -268,7 +270,8 @@ async def test_not_answering_names_the_dispatched_tools_when_the_deployment_is_d
             notes = {t.name: t.description or "" for t in listed.tools}
             assert sorted(n for n, text in notes.items() if text.startswith("NOT ANSWERING NOW")) == expected
             for name in expected:
-                own = inspect.getdoc(mesh_recheck if name == "mesh_recheck" else mesh_resume) or ""
+                tool = {"mesh_recheck": mesh_recheck, "mesh_resume": mesh_resume, "mesh_rerun_from": mesh_rerun_from}
+                own = inspect.getdoc(tool[name]) or ""
                 assert down.name in notes[name] and notes[name].endswith(own)  # the note, then the tool's own text
             described = json.loads((await client.read_resource("contextmesh://session")).contents[0].text)  # type: ignore[union-attr]
             assert described["served"]["not_answering"] == expected

@@ -75,12 +75,13 @@ def test_contextmesh_reruns_exactly_what_the_task_functions_say_and_plain_prefec
     assert cases["a"].counts["plain Prefect"]["stale"] == 0
     assert len(cases["a"].executed["plain Prefect"]) < len(plan.tasks)
 
-    # (c) a rerun whose output is unchanged: both re-run the declarers; Prefect's cache stops there,
-    # ContextMesh re-runs their whole declared closure. Neither serves anything stale.
+    # (c) a rerun whose output is unchanged: both re-run the declarers (their ground was contradicted)
+    # and both stop there — Prefect's input-keyed cache, ContextMesh's early cutoff revalidating the
+    # rest of the closure (ADR 0018). Neither serves anything stale.
     unchanged = cases["c"]
     (coarse,) = unchanged.case.change
     declarers = set(plan.declarers(coarse))
-    assert unchanged.truth.must == frozenset()
+    assert unchanged.truth.must == frozenset() and plan.downstream(declarers) > declarers
     assert unchanged.executed["plain Prefect"] == declarers
-    assert unchanged.executed["ContextMesh"] == plan.downstream(declarers) > declarers
+    assert unchanged.executed["ContextMesh"] == declarers
     assert unchanged.counts["ContextMesh"]["stale"] == unchanged.counts["plain Prefect"]["stale"] == 0

@@ -16,7 +16,6 @@ It listens on 127.0.0.1 only, with no dashboard.
 
 from __future__ import annotations
 
-import json
 import os
 import pickle
 import shutil
@@ -32,8 +31,9 @@ from orch_helpers import keyed_session, task_runs
 from contextmesh.demo.auth import ADVISORY_TEXT, DEFAULT_KEYS, publish
 from contextmesh.execution.plan import Plan
 from contextmesh.orchestration.flow_bodies import make_plan_flow, make_recheck_flow
-from contextmesh.session.layout import MANIFEST
+from contextmesh.session.load import load_directory
 from contextmesh.session.session import Session
+from contextmesh.session.telemetry import dump_structure
 
 ROOT = Path(__file__).resolve().parents[2]
 LAYERS, COLUMNS = 4, 50
@@ -74,10 +74,10 @@ def declare_wide(runner: Plan) -> None:
 
 
 def newest_graph(directory: Path) -> tuple[int, bytes]:
-    """The newest generation of a session directory and the bytes of its graph companion."""
-    generations = sorted(int(m.group(1)) for p in directory.iterdir() if (m := MANIFEST.match(p.name)))
-    manifest = json.loads((directory / f"session-{generations[-1]:06d}.json").read_bytes())
-    return generations[-1], (directory / manifest["graph"]["name"]).read_bytes()
+    """The newest generation of a session directory and its graph's bytes (the snapshot with its
+    journal replayed, session v5: the graph companion alone is only the snapshot)."""
+    loaded = load_directory(directory, read_only=True)
+    return loaded.manifest.generation, dump_structure(loaded.graph)
 
 
 def test_this_deployments_registry_pickles_as_its_recipe_and_reads_the_same_feed(

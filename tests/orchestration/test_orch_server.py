@@ -153,3 +153,26 @@ def _port_free(port: int) -> bool:
         except OSError:
             return False
     return True
+
+
+def test_two_homes_starting_at_once_each_end_with_their_own_server(tmp_path: Path) -> None:
+    # Both find the same preferred port free; the one that loses the bind must not take the
+    # winner's answer for its own server (it used to: its record then named the other home's server).
+    port = server.free_port()
+    homes = [tmp_path / "a", tmp_path / "b"]
+    script = (
+        "import sys, pathlib\n"
+        "from contextmesh.orchestration import local_server as s\n"
+        "s.start(pathlib.Path(sys.argv[1]), ui=False, timeout=180)\n"
+    )
+    env = {**os.environ, "CONTEXTMESH_SERVER_PORT": str(port)}
+    starts = [subprocess.Popen([sys.executable, "-c", script, str(h)], env=env) for h in homes]
+    try:
+        assert [p.wait(timeout=300) for p in starts] == [0, 0]
+        found = [server.status(h) for h in homes]
+        assert all(f.running for f in found), [f.reason for f in found]
+        ports = {f.info.port for f in found if f.info is not None}
+        assert len(ports) == 2 and port in ports, ports
+    finally:
+        for h in homes:
+            server.stop(h)

@@ -14,9 +14,9 @@ import httpx
 import pytest
 from orch_helpers import artifacts, by_role, events, flow_run, post, task_runs
 
-from contextmesh.cli.walkthroughs import PrefectWalkthrough, run_walkthrough_on_prefect
 from contextmesh.demo.auth import ADVISORY_TEXT, DEFAULT_KEYS, publish
 from contextmesh.demo.execute import REPAIR_GROUND, run_session_walkthrough
+from contextmesh.demo.on_prefect import PrefectWalkthrough, run_walkthrough_on_prefect
 from contextmesh.demo.saved import create_demo_session, open_demo_session, save_demo_session
 from contextmesh.formats.graph_file import dump_graph
 from contextmesh.orchestration.announce import announcements

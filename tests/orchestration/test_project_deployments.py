@@ -69,7 +69,13 @@ def test_two_projects_on_one_server_have_their_own_deployments(
             assert deployment["parameters"]["session_dir"] == str(served.root / ".contextmesh" / "session")
             assert f"cm.project:{served.root.name}" in deployment["tags"]
         recheck = found[f"contextmesh-recheck/{served.name}"]
-        assert [s["schedule"]["interval"] for s in recheck["schedules"]] == [4.0]
+        # A watching recheck every interval, a full one every ten (ADR 0019).
+        schedules = {s["slug"]: s for s in recheck["schedules"]}
+        assert {slug: s["schedule"]["interval"] for slug, s in schedules.items()} == {
+            "recheck": 4.0,
+            "full-recheck": 40.0,
+        }
+        assert schedules["full-recheck"]["parameters"] == {"full": True} and not schedules["recheck"]["parameters"]
         assert recheck["parameters"]["resume_deployment"] == f"contextmesh-plan/{served.name}"
 
 
@@ -142,7 +148,8 @@ def test_deploy_registers_on_a_process_pool_and_a_worker_runs_a_dispatched_reche
     assert deployed["work_pool"] == "east-pool" and len(deployed["deployment_ids"]) == 3
     name = deployed["deployments"]["recheck"]
     recheck = deployments(prefect_api)[name]
-    assert recheck["work_pool_name"] == "east-pool" and recheck["schedules"][0]["schedule"]["interval"] == 3600.0
+    assert recheck["work_pool_name"] == "east-pool"
+    assert min(s["schedule"]["interval"] for s in recheck["schedules"]) == 3600.0
     pool = httpx_get(prefect_api, "/work_pools/east-pool")
     assert pool["type"] == "process"
     worker_log = tmp_path / "worker.log"

@@ -1,7 +1,8 @@
 """End to end on a real Prefect server (SQLite) with ``deployments/serve.py`` serving a demo session.
 
-An advisory is published to the feed; a scheduled recheck (every 4 s here) disproves the argon2
-ground and starts a resume flow run, which runs nothing (every stale task waits for repair) and
+An advisory is published to the feed; a recheck — the one serve.py starts when the feed changes
+(ADR 0017), or a scheduled one (every 4 s here) already under way — disproves the argon2 ground and
+starts a resume flow run, which runs nothing (every stale task waits for repair) and
 says so in its round table; ``contextmesh repair`` and ``contextmesh resume`` dispatch to the served
 deployments; the resume executes exactly the stale closure and shows the rest ``Cached``. Everything
 is read back from Prefect's REST API. The runner's poll interval is lowered to 2 s so the test is
@@ -131,7 +132,7 @@ def disproof(serving: Served) -> dict[str, Any]:
     return resume
 
 
-def test_a_scheduled_recheck_discovers_the_advisory_and_starts_one_resume(
+def test_a_recheck_of_the_deployment_discovers_the_advisory_and_starts_one_resume(
     serving: Served, disproof: dict[str, Any]
 ) -> None:
     api = serving.api
@@ -150,7 +151,10 @@ def test_a_scheduled_recheck_discovers_the_advisory_and_starts_one_resume(
     )
     recheck = flow_run(api, recheck_id)
     assert recheck["state_type"] == "COMPLETED" and recheck["name"].endswith(" · recheck")
-    assert recheck["deployment_id"] is not None and recheck["created_by"]["type"] == "SCHEDULE"
+    started_by = "schedule" if (recheck["created_by"] or {}).get("type") == "SCHEDULE" else None
+    if "cm.trigger:change" in recheck["tags"]:
+        started_by = "the feed's change"
+    assert recheck["deployment_id"] is not None and started_by is not None, (recheck["created_by"], recheck["tags"])
     assert event["payload"]["stale"] == STALE
     assert disproof["idempotency_key"].split("|")[2] == item.entry.digest
 

@@ -234,7 +234,7 @@ def test_unchanged_companions_are_not_rewritten(
     )
 
 
-def test_a_telemetry_only_commit_writes_only_the_telemetry_companion_and_the_manifest(
+def test_a_telemetry_only_commit_writes_one_journal_segment_and_the_manifest(
     template: tuple[Path, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     session = opened(template, tmp_path)
@@ -244,18 +244,20 @@ def test_a_telemetry_only_commit_writes_only_the_telemetry_companion_and_the_man
     walks = node.walks
     trace = tmp_path / "trace"
     monkeypatch.setenv(TRACE_ENV, str(trace))
-    node.walks += 1
+    session.graph.record_walk([node.id], [])
     written_before = session.bytes_written
     session.commit()
     _, second = manifest_doc(directory)
-    for kind in ("graph", "resolver", "execution", "runledger"):
-        assert second[kind]["name"] == first[kind]["name"]
-    assert second["telemetry"]["name"] != first["telemetry"]["name"]
+    for kind in ("graph", "telemetry", "resolver", "execution", "runledger"):
+        assert second[kind]["name"] == first[kind]["name"]  # the snapshot and the plan are carried
+    assert second["journal"][:-1] == first["journal"] and len(second["journal"]) == len(first["journal"]) + 1
+    segment = second["journal"][-1]
     steps = trace.read_text().split()
-    assert [s for s in steps if s.startswith("companion-written:")] == ["companion-written:telemetry"]
+    assert [s for s in steps if s.startswith("companion-written:")] == ["companion-written:journal"]
     manifest_bytes = (directory / manifest_name(session.generation)).stat().st_size
-    assert session.bytes_written - written_before == second["telemetry"]["bytes"] + manifest_bytes
-    assert second["telemetry"]["bytes"] < second["graph"]["bytes"] // 10  # a small fraction of the graph file
+    assert session.bytes_written - written_before == segment["bytes"] + manifest_bytes
+    assert segment["bytes"] < 1000  # one counter: no record of the graph, no table of the resolver
+    assert loads((directory / segment["name"]).read_bytes())["walks"] == [[node.id, walks + 1]]
     reloaded = Session.load(directory, registry=demo_registry(template[1]), policy="never")
     assert reloaded.graph.node(node.id).walks == walks + 1
     assert reloaded.companions() == session.companions()
@@ -280,19 +282,21 @@ def test_the_sweep_keeps_the_current_and_previous_generation_and_clears_debris(
 
 
 def test_the_sweep_never_deletes_what_the_current_manifest_names(template: tuple[Path, Path], tmp_path: Path) -> None:
-    """Content addressing brings names back: a state reverted two generations later reuses old files."""
+    """A journalled commit carries the snapshot it extends: the sweep keeps it and every segment named."""
     session = opened(template, tmp_path)
     directory = directory_of(session)
     node = next(iter(session.graph.nodes.values()))
     registry = demo_registry(template[1])
-    for delta in (+1, -1, +1, -1, +1):
-        node.walks += delta
+    for _ in range(5):
+        session.graph.record_walk([node.id], [])
         session.commit()
         loaded = load_directory(directory, registry=registry)
         for companion in loaded.manifest.companions().values():
             assert (directory / companion.name).is_file()
-    assert sum(1 for n in listing(directory) if n.startswith("telemetry-")) == 2
-    assert sum(1 for n in listing(directory) if n.startswith("graph-")) == 1  # counters live in telemetry
+    journal = loaded.manifest.journal
+    assert sum(1 for n in listing(directory) if n.startswith("journal-")) == len(journal) >= 5
+    for kind in ("graph", "telemetry", "resolver"):  # one snapshot, carried by every commit
+        assert sum(1 for n in listing(directory) if n.startswith(f"{kind}-")) == 1
 
 
 def test_the_sweep_touches_only_names_of_the_session_format(template: tuple[Path, Path], tmp_path: Path) -> None:
@@ -308,14 +312,29 @@ def test_the_sweep_touches_only_names_of_the_session_format(template: tuple[Path
 
 # -- symlinks ---------------------------------------------------------------------------------------
 
-PLANTED = ("graph", "telemetry", "resolver", "execution", "runledger", "manifest", "pointer", "lock")
+PLANTED = ("graph", "telemetry", "resolver", "execution", "runledger", "journal", "manifest", "pointer", "lock")
 
 
 def next_names(session: Session) -> dict[str, str]:
     """Every name the next commit of ``session`` will write (companions are named by their content)."""
-    names = {kind: companion_name(kind, sha256_hex(data)) for kind, data in session.companions().items()}
+    names = {
+        kind.split("[")[0]: companion_name(kind.split("[")[0], sha256_hex(data))
+        for kind, data in session.commit_payload().items()
+        if isinstance(data, bytes)
+    }
     names.update(manifest=manifest_name(session.generation + 1), pointer=POINTER_NAME, lock=LOCK_NAME)
     return names
+
+
+def change_everything(session: Session) -> None:
+    """A question, a recheck and a newly registered entity: the next commit writes a new snapshot."""
+    assert session.runner is not None
+    session.ask(QUESTIONS[1])
+    session.runner.recheck()
+    entity = session.graph.add_node(
+        "entity", "Planted Symlink Service", attrs={"canonical": "Planted Symlink Service", "aliases": []}
+    )
+    session.resolver.register(entity.id, entity.label)  # not an append: the resolver is rewritten whole
 
 
 @pytest.mark.parametrize("victim", ["existing", "dangling"])
@@ -326,10 +345,13 @@ def test_a_save_never_writes_through_a_planted_symlink(
     session = opened(template, tmp_path)
     directory = directory_of(session)
     assert session.runner is not None
-    session.ask(QUESTIONS[1])
-    session.runner.recheck()  # every companion changes, so every kind has a new name
+    if planted == "journal":
+        session.ask(QUESTIONS[1])
+        session.runner.recheck()  # a journalled commit: a segment, a plan and a ledger
+    else:
+        change_everything(session)  # every kind has a new name
     names = next_names(session)
-    assert all(not (directory / names[kind]).exists() for kind in COMPANIONS)
+    assert all(not (directory / names[kind]).exists() for kind in names if kind not in ("pointer", "lock"))
     outside = tmp_path / "outside"
     outside.mkdir()
     target = outside / "precious.json"
@@ -357,15 +379,35 @@ def test_a_save_never_writes_through_a_planted_symlink(
     assert loaded.manifest.generation == session.generation
 
 
+@pytest.mark.parametrize("kind", ["graph", "telemetry", "resolver", "journal"])
+def test_a_symlink_under_a_carried_companion_is_refused_by_the_commit_and_nothing_is_written(
+    template: tuple[Path, Path], tmp_path: Path, kind: str
+) -> None:
+    session = opened(template, tmp_path)
+    directory = directory_of(session)
+    session.ask(QUESTIONS[0])
+    session.commit()  # now generation 2 carries the snapshot and one segment
+    _, doc = manifest_doc(directory)
+    name = doc[kind]["name"] if kind != "journal" else doc["journal"][0]["name"]
+    copy = tmp_path / "copy.json"
+    copy.write_bytes((directory / name).read_bytes())
+    (directory / name).unlink()
+    (directory / name).symlink_to(copy)
+    before = listing(directory)
+    session.ask(QUESTIONS[1])
+    with pytest.raises(SessionError, match=f"{name}, the .* companion this commit keeps .* is a symlink; nothing"):
+        session.commit()
+    assert listing(directory) == before and session.generation == 2
+    assert copy.read_bytes() == (directory / name).read_bytes()  # read through the link here, never written
+
+
 def test_links_under_every_name_at_once_even_valid_copies_are_replaced_not_followed(
     template: tuple[Path, Path], tmp_path: Path
 ) -> None:
     session = opened(template, tmp_path)
     directory = directory_of(session)
-    assert session.runner is not None
-    session.ask(QUESTIONS[1])
-    session.runner.recheck()
-    companions = session.companions()
+    change_everything(session)
+    companions = {kind.split("[")[0]: data for kind, data in session.commit_payload().items()}
     outside = tmp_path / "outside"
     outside.mkdir()
     victims = {}
@@ -374,7 +416,8 @@ def test_links_under_every_name_at_once_even_valid_copies_are_replaced_not_follo
             continue
         victim = outside / name
         # Companions: a byte-exact copy of what the commit will write; a present-looking link is no excuse.
-        victim.write_bytes(companions.get(kind, b"not yours\n"))
+        data = companions.get(kind, b"not yours\n")
+        victim.write_bytes(data if isinstance(data, bytes) else b"not yours\n")
         victims[victim] = victim.read_bytes()
         (directory / name).unlink(missing_ok=True)
         (directory / name).symlink_to(victim)

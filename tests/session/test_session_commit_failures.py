@@ -85,7 +85,7 @@ try:
         session = save_demo_session(target, rounds=1, feed=feed)
     else:
         session = open_demo_session(target, feed=feed, policy="never")
-        next(iter(session.graph.nodes.values())).walks += 1  # the telemetry companion changes
+        session.graph.record_walk([next(iter(session.graph.nodes))], [])  # one journal segment to write
         session.commit()
     print(json.dumps({"generation": session.generation}))
 except ContextMeshError as exc:
@@ -186,7 +186,7 @@ def test_a_full_disk_fails_the_commit_cleanly_and_a_retry_lands(template: tuple[
         disk.fill()
         for _ in range(2):  # each failed attempt used to leave one more .tmp- file behind
             outcome = in_child(directory, feed, "commit", size_limit=disk.size_limit)
-            message = assert_refused(outcome, f"({disk.cause})", "telemetry-", "generation 1 still loads")
+            message = assert_refused(outcome, f"({disk.cause})", "journal-", "generation 1 still loads")
             assert str(directory) in message
             assert contents(directory) == before
         assert generation_on_disk(directory, feed) == 1
@@ -222,7 +222,7 @@ def test_a_read_only_directory_fails_the_commit_cleanly_and_loses_nothing(
         outcome = in_child(directory, feed, "commit", preexec=drop_dac_capabilities)
     finally:
         directory.chmod(0o755)
-    assert_refused(outcome, "Permission denied (EACCES)", "writing telemetry-", "generation 1 still loads")
+    assert_refused(outcome, "Permission denied (EACCES)", "writing journal-", "generation 1 still loads")
     assert contents(directory) == before
     assert generation_on_disk(directory, feed) == 1
     assert in_child(directory, feed, "commit") == {"generation": 2}
@@ -259,24 +259,26 @@ def opened(template: tuple[Path, Path], tmp_path: Path) -> tuple[Session, Path]:
     source, feed = template
     directory = clone(source, tmp_path / "session")
     session = Session.load(directory, registry=demo_registry(feed), policy="never")
-    next(iter(session.graph.nodes.values())).walks += 1  # the telemetry companion changes
+    session.graph.record_walk([next(iter(session.graph.nodes))], [])  # one journal segment to write
     return session, directory
 
 
-def next_telemetry(session: Session) -> str:
-    return companion_name("telemetry", sha256_hex(session.companions()["telemetry"]))
+def next_segment(session: Session) -> str:
+    data = session.commit_payload()["journal[0]"]
+    assert isinstance(data, bytes)
+    return companion_name("journal", sha256_hex(data))
 
 
 def test_a_directory_under_the_next_companions_name_is_refused_naming_it(
     template: tuple[Path, Path], tmp_path: Path
 ) -> None:
     session, directory = opened(template, tmp_path)
-    blocked = next_telemetry(session)
+    blocked = next_segment(session)
     (directory / blocked).mkdir()
     before = contents(directory)
     with pytest.raises(SessionError) as refused:
         session.commit()
-    assert f"{blocked}, where this commit must write the telemetry companion, is a directory" in str(refused.value)
+    assert f"{blocked}, where this commit must write the journal[0] companion, is a directory" in str(refused.value)
     assert contents(directory) == before
     assert session.generation == 1 and generation_on_disk(directory, template[1]) == 1
     (directory / blocked).rmdir()

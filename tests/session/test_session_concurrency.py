@@ -272,15 +272,16 @@ def test_a_reader_loading_in_a_loop_never_fails_while_200_generations_commit(
 def test_a_reader_that_loses_the_race_with_the_sweep_reads_again(
     tiny: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Staged deterministically: between reading manifest 1 and opening its graph, two commits land and
-    the second one's sweep deletes generation 1's files. The reader starts again from generation 3."""
+    """Staged deterministically: between reading manifest 1 and opening its plan, two commits land and
+    the second one's sweep deletes generation 1's files (its snapshot is carried, its plan rewritten).
+    The reader starts again from generation 3."""
     registry = tiny_registry()
     writer = Session.load(tiny, registry=registry, policy="never")
     original = load_module.read_regular
     raced: list[str] = []
 
     def racing_read(directory: Path, name: str, *, limit: int) -> bytes:
-        if name.startswith("graph-") and not raced:
+        if name.startswith("execution-") and not raced:
             raced.append(name)
             for tick in range(2):
                 touch_all(writer, tick)
@@ -360,7 +361,7 @@ def test_every_ask_commits_once_per_question(demo: tuple[Path, Path], tmp_path: 
         assert session.generation == number
         loaded = load_directory(directory, registry=demo_registry(feed))
         assert loaded.manifest.generation == number
-        assert loaded.raw["resolver"] == dump_resolver(session.resolver)  # what the question taught is on disk
+        assert dump_resolver(loaded.resolver) == dump_resolver(session.resolver)  # what the question taught is on disk
     assert session.describe()["checkpoints"] == {
         "scope": "this process",
         "pending": 0,
@@ -397,7 +398,7 @@ def test_on_exit_commits_once_at_close(demo: tuple[Path, Path], tmp_path: Path) 
     loaded = load_directory(directory, registry=demo_registry(feed))
     assert loaded.manifest.generation == 2
     assert dump_graph(loaded.graph) == dump_graph(session.graph)  # structure and telemetry
-    assert loaded.raw["resolver"] == dump_resolver(session.resolver)
+    assert dump_resolver(loaded.resolver) == dump_resolver(session.resolver)
 
 
 def test_never_writes_nothing(demo: tuple[Path, Path], tmp_path: Path) -> None:

@@ -271,8 +271,9 @@ def flip_signature(directory: Path, _: Path) -> None:
 
 def as_v3(directory: Path, _: Path) -> None:
     def edit(doc: dict[str, Any]) -> None:
+        assert doc["journal"] == []  # v3 had no journal: only a generation that is its snapshot downgrades
         doc["version"] = 3
-        del doc["ledger_tree"], doc["checkpoint"]
+        del doc["ledger_tree"], doc["checkpoint"], doc["journal"]
 
     edit_manifest(directory, edit)
 
@@ -313,11 +314,11 @@ CASES = [
     Case("original v1 manifest", set_field("version", 1), SessionFileError, M + "version", "original ContextMesh"),
     Case("original v2 manifest", set_field("version", 2), SessionFileError, M + "version", "original ContextMesh"),
     Case(
-        "future v5 manifest",
-        set_field("version", 5),
+        "future v6 manifest",
+        set_field("version", 6),
         SessionFileError,
         M + "version",
-        "reads contextmesh.session v3 and v4",
+        "reads contextmesh.session v3, v4 and v5",
     ),
     Case("missing field", drop_field("rounds"), SessionFileError, M + "rounds", "is required"),
     Case("unknown field", set_field("comment", "hello"), SessionFileError, M + "comment", "unknown field"),

@@ -3,8 +3,11 @@
 Two kinds of kill:
 
 * **Named crash points.** ``CONTEXTMESH_CRASH_AT=<step>`` makes the committing process SIGKILL itself
-  at that step. For every step a commit passes (all five companions changed: a question asked and
-  a recheck run), the directory afterwards loads the old generation when the kill came before
+  at that step. For every step each kind of commit passes (ADR 0020) — a *snapshot* (every
+  companion written whole), a *journalled* commit (one new segment over the carried snapshot, with
+  the plan and ledger) and a *consolidating* one (a journal at its 64-segment bound replaced by one
+  segment) — after a question asked and a recheck run, the directory afterwards loads the old
+  generation when the kill came before
   ``manifest-published`` and exactly the new one from there on — never a mix; what was committed
   earlier is still there; the previous generation stays whole; and the lock is free. The commits
   are signed (the deployment's key in ``$CONTEXTMESH_LEDGER_KEY``), and every load is a reader that
@@ -28,7 +31,8 @@ process ``write()``-ed is still there afterwards, fsynced or not. Only a power c
 taken without flushing) could show a missing fsync. The code's guarantee is by construction, in
 ``contextmesh/session/commit.py``: each companion and the manifest are written to a fresh file and
 ``fsync``-ed *before* their rename or link into place, and the directory is ``fsync``-ed after the
-companions are renamed, after the manifest is published and after the pointer is replaced — so a
+companions are renamed and after the manifest is published (the ``session.json`` pointer, which no
+loader reads, is not fsynced) — so a
 name never becomes durable before the bytes it names, and the manifest (the commit point) never
 becomes durable before its companions' names.
 """
@@ -53,6 +57,7 @@ import pytest
 from demo_cache import DemoSessions
 from session_helpers import (
     COMMIT_STEPS,
+    JOURNAL_STEPS,
     PREAMBLE,
     QUESTIONS,
     build_tiny_session,
@@ -70,50 +75,63 @@ from contextmesh.formats.proofs import ledger_tree
 from contextmesh.formats.signed_note import NoteSigner
 from contextmesh.session.commit import CRASH_ENV, TRACE_ENV
 from contextmesh.session.heads import KEY_VARIABLE
-from contextmesh.session.layout import MANIFEST, POINTER_NAME
+from contextmesh.session.layout import MANIFEST, MAX_SEGMENTS, POINTER_NAME
 from contextmesh.session.load import Loaded, load_directory
 from contextmesh.session.session import Session
 
-PUBLISHED_AT = COMMIT_STEPS.index("manifest-published")
+KINDS = {"snapshot": COMMIT_STEPS, "journal": JOURNAL_STEPS, "consolidate": JOURNAL_STEPS}
 KEY = NoteSigner.generate("contextmesh.test/crash")
 PINNED = (KEY.verifier(),)
 
-# Opens the session, asks a question and rechecks the plan (all five companions change), records the
-# digests the commit is about to write, then commits.
+# Opens the session, asks a question and rechecks the plan (the graph, telemetry, resolver, plan and
+# ledger all change), records the digests the commit is about to name, then commits: a snapshot, or
+# journalled (consolidating when the journal is at its bound).
 CRASH_SCRIPT = """
 import json
 from pathlib import Path
 from contextmesh.core.canonical import sha256_hex
 from contextmesh.demo.saved import demo_registry
 from contextmesh.session.session import Session
-directory, feed, expected, question = sys.argv[1:5]
+directory, feed, expected, question, kind = sys.argv[1:6]
 session = Session.load(Path(directory), registry=demo_registry(Path(feed)), policy="never")
 session.ask(question)
 session.runner.recheck()
-Path(expected).write_text(json.dumps({k: sha256_hex(v) for k, v in session.companions().items()}))
-session.commit()
+payload = session.companions() if kind == "snapshot" else session.commit_payload()
+digests = {k: v if isinstance(v, bytes) else v.sha256 for k, v in payload.items()}
+Path(expected).write_text(json.dumps({k: v if isinstance(v, str) else sha256_hex(v) for k, v in digests.items()}))
+session.commit(snapshot=kind == "snapshot")
 print("committed", session.generation)
 """
 
 
 @dataclass(frozen=True)
 class Committed:
-    """A demo directory at generation 2 (the save, then one asked question), and what it holds."""
+    """A demo directory at generation ``generation`` (the save, then asked questions), and what it holds."""
 
     directory: Path
     feed: Path
     loaded: Loaded
+    generation: int
+
+
+def _committed(root: Path, demo_sessions: DemoSessions, segments: int) -> Committed:
+    """The demo saved, then asked questions until its journal holds ``segments`` segments."""
+    template, feed = demo_sessions.copy(root)
+    session = open_demo_session(template, feed=feed, policy="never")
+    for index in range(segments):
+        session.ask(QUESTIONS[index % len(QUESTIONS)])
+        session.commit(signer=KEY)
+    loaded = load_directory(template, registry=demo_registry(feed), trusted_keys=PINNED)
+    assert len(loaded.manifest.journal) == segments
+    return Committed(template, feed, loaded, session.generation)
 
 
 @pytest.fixture(scope="module")
-def committed(tmp_path_factory: pytest.TempPathFactory, demo_sessions: DemoSessions) -> Committed:
-    root = tmp_path_factory.mktemp("crash")
-    template, feed = demo_sessions.copy(root)
-    session = open_demo_session(template, feed=feed, policy="never")
-    session.ask(QUESTIONS[0])
-    session.commit(signer=KEY)
-    assert session.generation == 2
-    return Committed(template, feed, load_directory(template, registry=demo_registry(feed), trusted_keys=PINNED))
+def committed(tmp_path_factory: pytest.TempPathFactory, demo_sessions: DemoSessions) -> dict[str, Committed]:
+    """Where each kind of commit starts: one segment in the journal, or the journal at its bound."""
+    one = _committed(tmp_path_factory.mktemp("crash"), demo_sessions, 1)
+    full = _committed(tmp_path_factory.mktemp("crash-full"), demo_sessions, MAX_SEGMENTS)
+    return {"snapshot": one, "journal": one, "consolidate": full}
 
 
 @dataclass(frozen=True)
@@ -127,25 +145,27 @@ class Crashed:
 
 
 @pytest.fixture(scope="module")
-def crashed(committed: Committed, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Crashed]:
-    """A kill at every named step (and one run with no kill, traced), two subprocesses at a time."""
+def crashed(committed: dict[str, Committed], tmp_path_factory: pytest.TempPathFactory) -> dict[str, Crashed]:
+    """For each kind, a kill at every named step (and one run with no kill, traced), two subprocesses at a time."""
     root = tmp_path_factory.mktemp("crashed")
 
-    def run(step: str | None) -> Crashed:
-        where = root / (step or "none").replace(":", "-")
-        directory = clone(committed.directory, where / "session")
+    def run(job: tuple[str, str | None]) -> Crashed:
+        kind, step = job
+        start = committed[kind]
+        where = root / kind / (step or "none").replace(":", "-")
+        directory = clone(start.directory, where / "session")
         expected, trace = where / "expected.json", where / "trace"
         env = {CRASH_ENV: step} if step else {TRACE_ENV: str(trace)}
         env[KEY_VARIABLE] = KEY.skey()  # the deployment's key: the commit signs its head
         proc = run_python(
-            CRASH_SCRIPT, str(directory), str(committed.feed), str(expected), QUESTIONS[3], env=env, timeout=180
+            CRASH_SCRIPT, str(directory), str(start.feed), str(expected), QUESTIONS[3], kind, env=env, timeout=180
         )
         digests = json.loads(expected.read_text()) if expected.exists() else {}
         return Crashed(directory, proc, digests, trace)
 
-    steps: list[str | None] = [None, *COMMIT_STEPS]
+    jobs: list[tuple[str, str | None]] = [(kind, step) for kind, steps in KINDS.items() for step in (None, *steps)]
     with ThreadPoolExecutor(max_workers=max(2, os.cpu_count() or 2)) as pool:
-        return {step or "": result for step, result in zip(steps, pool.map(run, steps), strict=True)}
+        return {f"{kind}/{step or ''}": result for (kind, step), result in zip(jobs, pool.map(run, jobs), strict=True)}
 
 
 def assert_keeps_earlier(loaded: Loaded, earlier: Loaded) -> None:
@@ -156,35 +176,41 @@ def assert_keeps_earlier(loaded: Loaded, earlier: Loaded) -> None:
     assert set(earlier.graph.nodes) <= set(loaded.graph.nodes)
 
 
-def test_a_commit_passes_every_named_step_in_order(crashed: dict[str, Crashed]) -> None:
-    run = crashed[""]
-    assert run.proc.returncode == 0, run.proc.stderr
-    assert tuple(run.trace.read_text().split()) == COMMIT_STEPS
-
-
-@pytest.mark.parametrize("step", COMMIT_STEPS)
-def test_a_kill_at_any_step_leaves_one_whole_generation(
-    committed: Committed, crashed: dict[str, Crashed], tmp_path: Path, step: str
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_commit_passes_every_named_step_in_order(
+    committed: dict[str, Committed], crashed: dict[str, Crashed], kind: str
 ) -> None:
-    run = crashed[step]
+    run = crashed[f"{kind}/"]
+    assert run.proc.returncode == 0, run.proc.stderr
+    assert tuple(run.trace.read_text().split()) == KINDS[kind]
+    loaded = load_directory(run.directory, registry=demo_registry(committed[kind].feed), trusted_keys=PINNED)
+    assert len(loaded.manifest.journal) == {"snapshot": 0, "journal": 2, "consolidate": 1}[kind]
+
+
+@pytest.mark.parametrize(("kind", "step"), [(kind, step) for kind, steps in KINDS.items() for step in steps])
+def test_a_kill_at_any_step_leaves_one_whole_generation(
+    committed: dict[str, Committed], crashed: dict[str, Crashed], tmp_path: Path, kind: str, step: str
+) -> None:
+    start = committed[kind]
+    run = crashed[f"{kind}/{step}"]
     directory = run.directory
     assert run.proc.returncode == -signal.SIGKILL, f"exit {run.proc.returncode}: {run.proc.stderr[-2000:]}"
     assert "committed" not in run.proc.stdout
 
-    registry = demo_registry(committed.feed)
+    registry = demo_registry(start.feed)
     # Whole: every digest and cross-check holds, the generation is signed and extends its predecessor.
     loaded = load_directory(directory, registry=registry, trusted_keys=PINNED)
     assert loaded.ledger is not None and loaded.manifest.ledger_tree == ledger_tree(loaded.ledger).head()
-    if COMMIT_STEPS.index(step) >= PUBLISHED_AT:
-        assert loaded.manifest.generation == 3
-        assert {kind: c.sha256 for kind, c in loaded.manifest.companions().items()} == run.digests
+    if KINDS[kind].index(step) >= KINDS[kind].index("manifest-published"):
+        assert loaded.manifest.generation == start.generation + 1
+        assert {k: c.sha256 for k, c in loaded.manifest.companions().items()} == run.digests
         # The generation just superseded stays whole for a reader that read its manifest a moment ago.
-        previous = load_generation(directory, 2, tmp_path / "scratch", registry=registry)
-        assert previous.raw == committed.loaded.raw
+        previous = load_generation(directory, start.generation, tmp_path / "scratch", registry=registry)
+        assert previous.raw == start.loaded.raw
     else:
-        assert loaded.manifest.generation == 2
-        assert loaded.raw == committed.loaded.raw
-    assert_keeps_earlier(loaded, committed.loaded)
+        assert loaded.manifest.generation == start.generation
+        assert loaded.raw == start.loaded.raw
+    assert_keeps_earlier(loaded, start.loaded)
 
     # The lock died with its holder: a new writer commits at once, and its sweep clears the debris.
     session = Session.load(directory, registry=registry, policy="never", trusted_keys=PINNED)
@@ -209,7 +235,7 @@ def test_a_kill_at_any_step_leaves_one_whole_generation(
 ZYGOTE = """
 import json, os, time, traceback
 from pathlib import Path
-from session_helpers import commit_variants, precompute_variants, tiny_registry
+from session_helpers import commit_variants, precompute_variants, tiny_registry, touch_all
 from contextmesh.formats.signed_note import load_signer
 from contextmesh.session.commit import TRACE_ENV
 from contextmesh.session.session import Session
@@ -243,6 +269,23 @@ for line in sys.stdin:
                 "pid": pid, "generation": start[0], "head": start[1],
                 "heads": [v.head for v in variants], "roots": [v.seal.head.root_hex for v in variants],
             })
+        elif command["cmd"] == "spawn-live":
+            # Journalled commits (ADR 0020) through Session.commit: each one's segment is prepared in the loop.
+            session = Session.load(directory, registry=registry, policy="never")
+            start = (session.generation, len(session.ledger))
+            pid = os.fork()
+            if pid == 0:
+                try:
+                    os.environ[TRACE_ENV] = command["trace"]
+                    for tick in range(command["commits"]):
+                        touch_all(session, tick)
+                        session.commit(signer=signer)
+                    time.sleep(120)
+                except BaseException:
+                    traceback.print_exc()
+                finally:
+                    os._exit(3)
+            reply({"pid": pid, "generation": start[0], "entries": start[1]})
         elif command["cmd"] == "reap":
             _, status = os.waitpid(command["pid"], 0)
             reply({"signal": os.WTERMSIG(status) if os.WIFSIGNALED(status) else None, "status": status})
@@ -308,7 +351,11 @@ def wait_for(trace: Path, text: bytes, timeout: float = 20.0) -> None:
 
 
 @pytest.mark.slow
-def test_200_random_kills_always_leave_one_whole_generation(zygote_dir: Path, tmp_path: Path) -> None:
+@pytest.mark.parametrize("mode", ["snapshots", "journalled"])
+def test_200_random_kills_always_leave_one_whole_generation(zygote_dir: Path, tmp_path: Path, mode: str) -> None:
+    """``snapshots``: precomputed full states, every companion written; ``journalled``: Session.commit in a
+    loop, one segment a commit over the carried snapshot, consolidated at the journal's bound."""
+    steps_of_mode = COMMIT_STEPS if mode == "snapshots" else JOURNAL_STEPS
     directory = zygote_dir / "session"
     registry = tiny_registry()
     rng = random.Random(20260229)
@@ -318,7 +365,7 @@ def test_200_random_kills_always_leave_one_whole_generation(zygote_dir: Path, tm
     with (tmp_path / "zygote.err").open("w") as log:
         zygote = Zygote(directory, log)
         try:
-            while kills < KILLS or (set(COMMIT_STEPS) - set(histogram) and kills < MAX_KILLS):
+            while kills < KILLS or (set(steps_of_mode) - set(histogram) and kills < MAX_KILLS):
                 if kills % RESET_EVERY == 0:
                     if directory.exists():
                         for name in listing(directory):
@@ -328,7 +375,7 @@ def test_200_random_kills_always_leave_one_whole_generation(zygote_dir: Path, tm
                     sign_manifest(directory, KEY)  # generation 1 as a writer holding the key would have signed it
                     earlier = None
                 trace = zygote_dir / f"trace-{kills}"
-                spawned = zygote.ask(cmd="spawn", trace=str(trace), commits=16)
+                spawned = zygote.ask(cmd="spawn" if mode == "snapshots" else "spawn-live", trace=str(trace), commits=16)
                 wait_for(trace, b"save-started")
                 time.sleep(rng.uniform(0.0, 0.030))
                 os.kill(spawned["pid"], signal.SIGKILL)
@@ -347,22 +394,25 @@ def test_200_random_kills_always_leave_one_whole_generation(zygote_dir: Path, tm
                     steps[-6:],
                     moved,
                 )
-                expected_head = spawned["head"] if moved == 0 else spawned["heads"][moved - 1]
-                assert loaded.manifest.ledger_head == expected_head
                 assert loaded.manifest.ledger_tree is not None and loaded.ledger is not None
                 assert loaded.manifest.ledger_tree == ledger_tree(loaded.ledger).head()
-                if moved:
-                    assert loaded.manifest.ledger_tree.root_hex == spawned["roots"][moved - 1]
+                if mode == "snapshots":
+                    expected_head = spawned["head"] if moved == 0 else spawned["heads"][moved - 1]
+                    assert loaded.manifest.ledger_head == expected_head
+                    if moved:
+                        assert loaded.manifest.ledger_tree.root_hex == spawned["roots"][moved - 1]
+                else:
+                    assert len(loaded.ledger) == spawned["entries"] + moved  # one entry a commit, none lost
                 if earlier is not None:
                     assert_keeps_earlier(loaded, earlier)
                 earlier = loaded
         finally:
             zygote.close()
 
-    width = max(len(s) for s in COMMIT_STEPS)
-    print(f"\nlast step reached, {kills} SIGKILLs:")
-    for name in COMMIT_STEPS:
+    width = max(len(s) for s in steps_of_mode)
+    print(f"\nlast step reached, {kills} SIGKILLs ({mode}):")
+    for name in steps_of_mode:
         print(f"  {name:<{width}} {histogram[name]:4d} {'#' * histogram[name]}")
-    assert set(histogram) <= set(COMMIT_STEPS)
-    assert not set(COMMIT_STEPS) - set(histogram), f"never hit: {set(COMMIT_STEPS) - set(histogram)}"
+    assert set(histogram) <= set(steps_of_mode)
+    assert not set(steps_of_mode) - set(histogram), f"never hit: {set(steps_of_mode) - set(histogram)}"
     assert kills >= KILLS

@@ -9,7 +9,7 @@
   pass); a reader that pins keys refuses an unsigned generation, one signed by another key, and one
   whose tree does not extend the previous generation's — a consistent rewrite of history, re-signed,
   is refused with no head in hand; the pins survive a reload.
-* v3: still read; the first commit writes v4 and says so once.
+* v3: still read; the first commit writes v5 (v4's heads and checkpoints, plus the journal) and says so once.
 """
 
 from __future__ import annotations
@@ -57,12 +57,15 @@ def tiny(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return directory
 
 
-def advance(directory: Path, ticks: int, *, signer: NoteSigner | None = KEY, start: int = 0) -> Session:
-    """Load, change all five companions, commit (signed by ``signer``), ``ticks`` times."""
+def advance(
+    directory: Path, ticks: int, *, signer: NoteSigner | None = KEY, start: int = 0, snapshot: bool = False
+) -> Session:
+    """Load, change all five companions, commit (signed by ``signer``), ``ticks`` times; with ``snapshot``
+    the last commit writes a snapshot (an empty journal, as a v3 or v4 generation is)."""
     session = Session.load(directory, registry=tiny_registry(), policy="never")
     for tick in range(start, start + ticks):
         touch_all(session, tick)
-        session.commit(signer=signer)
+        session.commit(signer=signer, snapshot=snapshot and tick == start + ticks - 1)
     return session
 
 
@@ -81,7 +84,7 @@ def test_every_generation_records_its_ledgers_tree_head(tiny: Path) -> None:
         assert session.ledger is not None
         expected = ledger_tree(session.ledger).head()
         doc = manifest_doc(tiny)[1]
-        assert doc["version"] == 4
+        assert doc["version"] == 5  # v4's tree head and checkpoint, kept by v5
         assert doc["ledger_tree"] == {"size": expected.size, "root": expected.root_hex}
         assert doc["checkpoint"] is None  # no key, no signature
     assert load_directory(tiny, registry=tiny_registry()).manifest.ledger_tree == expected
@@ -305,16 +308,17 @@ def as_v3(directory: Path) -> None:
     """Rewrite the newest manifest as the v3 writer wrote it: no tree head, no checkpoint."""
 
     def downgrade(doc: dict[str, Any]) -> None:
+        assert doc["journal"] == []  # v3 had no journal: only a generation that is its snapshot downgrades
         doc["version"] = 3
-        del doc["ledger_tree"], doc["checkpoint"]
+        del doc["ledger_tree"], doc["checkpoint"], doc["journal"]
 
     edit_manifest(directory, downgrade)
 
 
-def test_a_v3_session_loads_and_its_first_commit_writes_v4_saying_so_once(
+def test_a_v3_session_loads_and_its_first_commit_writes_v5_saying_so_once(
     tiny: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    advance(tiny, 2, signer=None)
+    advance(tiny, 2, signer=None, snapshot=True)
     as_v3(tiny)
     session = Session.load(tiny, registry=tiny_registry(), policy="never")
     assert load_directory(tiny, registry=tiny_registry()).manifest.version == 3
@@ -329,12 +333,12 @@ def test_a_v3_session_loads_and_its_first_commit_writes_v4_saying_so_once(
     lines = [record.getMessage() for record in caplog.records if record.name == "contextmesh.session"]
     assert lines == [f"session {tiny}: {MIGRATED}"]
     doc = manifest_doc(tiny)[1]
-    assert doc["version"] == 4 and doc["checkpoint"] is not None
+    assert doc["version"] == 5 and doc["checkpoint"] is not None
     assert load_directory(tiny, registry=tiny_registry(), trusted_keys=PINNED).manifest.generation == 5
 
 
 def test_a_v3_predecessor_is_checked_by_its_head_digest(tiny: Path) -> None:
-    advance(tiny, 2, signer=None)
+    advance(tiny, 2, signer=None, snapshot=True)
     as_v3(tiny)
     advance(tiny, 1, start=5)  # the migration commit, signed
     load_directory(tiny, registry=tiny_registry(), trusted_keys=PINNED)

@@ -330,7 +330,7 @@ def test_a_graph_at_exactly_the_bound_loads_and_commits_back(template: tuple[Pat
     deep_in("graph", in_graph_attrs, MAX_DEPTH)(directory, tmp_path)
     session = Session.load(directory, registry=demo_registry(feed), policy="never")
     first = next(iter(session.graph.nodes.values()))
-    first.walks += 1  # something to commit
+    session.graph.record_walk([first.id], [])  # something to commit
     assert session.commit() == 2
     again = Session.load(directory, registry=demo_registry(feed), policy="never")
     assert next(iter(again.graph.nodes.values())).attrs == first.attrs
@@ -381,7 +381,7 @@ VICTIM = b"a file outside the session that must survive every commit\n" * 3
 def opened(template: tuple[Path, Path], tmp_path: Path) -> Session:
     source, feed = template
     session = Session.load(clone(source, tmp_path / "session"), registry=demo_registry(feed), policy="never")
-    next(iter(session.graph.nodes.values())).walks += 1  # something to commit
+    session.graph.record_walk([next(iter(session.graph.nodes))], [])  # something to commit
     return session
 
 

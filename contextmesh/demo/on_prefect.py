@@ -1,8 +1,9 @@
 """The demo's execute walk-through on Prefect: the demo's script over orchestration's flow-run steps.
 
 The script is the demo's (:func:`contextmesh.demo.execute.walk_through`); the steps are
-orchestration's :class:`~contextmesh.orchestration.flow_steps.FlowRunSteps`, which know nothing of
-the demo. This module is where the two meet, so neither imports the other:
+:class:`~contextmesh.orchestration.flow_steps.FlowRunSteps`, which know nothing of the demo and are
+imported by path, as docs/api.md says any program may. So this is exactly what a user's own code
+could write:
 
 1. a new directory gets the demo session with its plan declared and nothing run
    (:func:`~contextmesh.demo.saved.create_demo_session`), and round 1 runs as a plan flow run;
@@ -25,10 +26,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from contextmesh import TaskRegistry
 from contextmesh.demo.execute import Walkthrough, walk_through
 from contextmesh.demo.saved import create_demo_session, default_feed, demo_registry
-from contextmesh.execution.task_registry import TaskRegistry
-from contextmesh.session.commit import latest_generation
 
 __all__ = ["PrefectWalkthrough", "execute_on_prefect", "run_walkthrough_on_prefect"]
 
@@ -42,6 +42,7 @@ class PrefectWalkthrough(Walkthrough):
     urls: dict[int, str] = field(default_factory=dict)
     task_runs: dict[int, int] = field(default_factory=dict)
     recorded: bool = False
+    ui_url: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """The in-process document plus the flow runs by round."""
@@ -51,7 +52,12 @@ class PrefectWalkthrough(Walkthrough):
             str(r): {"id": fid, "url": self.urls.get(r), "task_runs": self.task_runs.get(r)}
             for r, fid in self.flow_runs.items()
         }
+        data["ui"] = self.ui_url
         return data
+
+
+def _session_dir(session_dir: Path | None) -> Path:
+    return session_dir or Path(tempfile.mkdtemp(prefix="contextmesh-session-"))
 
 
 def run_walkthrough_on_prefect(
@@ -68,11 +74,11 @@ def run_walkthrough_on_prefect(
     """
     from contextmesh.orchestration.flow_steps import FlowRunSteps  # noqa: PLC0415 - Prefect, after the env
 
-    directory = session_dir or Path(tempfile.mkdtemp(prefix="contextmesh-session-"))
+    directory = _session_dir(session_dir)
     feed = feed or (default_feed() if session_dir is not None else directory.parent / f"{directory.name}-feed.json")
     registry = registry or demo_registry(feed)
     steps = FlowRunSteps(directory, registry, max_workers=max_workers)
-    if not directory.exists() or latest_generation(directory) == 0:
+    if not directory.exists() or not any(directory.iterdir()):
         create_demo_session(directory, feed=feed)
     walk = walk_through(steps, feed)
     recorded = steps.wait_recorded(timeout=record_timeout)
@@ -87,17 +93,32 @@ def run_walkthrough_on_prefect(
 
 
 def execute_on_prefect(
-    session_dir: Path | None, feed: Path | None = None, *, threads: int = 4, home: Path | None = None
+    session_dir: Path | None,
+    feed: Path | None = None,
+    *,
+    threads: int = 4,
+    home: Path | None = None,
+    keep_server: bool = False,
 ) -> tuple[PrefectWalkthrough, str]:
-    """``contextmesh execute --executor prefect``: the walk-through and a note for stderr.
+    """The walk-through on Prefect and a note for stderr.
 
-    Uses ``PREFECT_API_URL`` when one is configured, else the managed server (started for this
-    command and stopped after its runs are recorded, unless it was already running).
+    Uses ``PREFECT_API_URL`` when one is configured, else the managed server: started for this
+    command and stopped after its runs are recorded unless it was already running — or, with
+    ``keep_server``, kept as ``contextmesh server start`` keeps it, so the runs' pages still open
+    after the command (``contextmesh server stop`` stops it).
     """
-    from contextmesh.orchestration.commands import prefect_for_command  # noqa: PLC0415 - Prefect only here
+    from contextmesh.orchestration.commands import prefect_for_command, server_command  # noqa: PLC0415
 
     with prefect_for_command(home) as handle:
         walk = run_walkthrough_on_prefect(session_dir, feed, max_workers=threads)
         for round_, flow_run_id in walk.flow_runs.items():
             handle.record(flow_run_id, walk.task_runs.get(round_, 0))
-    return walk, handle.note
+        walk.ui_url = handle.ui_url
+        note = handle.note
+        if keep_server and handle.started:
+            server_command("start", home=home)  # the server started for this command becomes a kept one
+            note = (
+                f"started a Prefect server for this command at {handle.ui_url} and kept it running, so these "
+                "pages open; `contextmesh server stop` stops it"
+            )
+    return walk, note
