@@ -6,9 +6,9 @@ re-added, and holding a ``MultiDiGraph`` beside the records cost more memory tha
 ``networkx.MultiDiGraph`` view is built on demand (:attr:`ContextGraph.nx`) for algorithms; the
 graph never needs it itself (ADR 0015). Records are compact: slotted, type names interned, every
 node's vector in the graph's one :class:`~contextmesh.core.vectors.VectorStore`, and an edge found
-by its derived id rather than through a second index of endpoint triples. Edges are not objects at
-all: they are rows of one :class:`~contextmesh.core.edge_table.EdgeTable`, and ``edges``,
-``out_edges`` and the rest hand out record views of those rows (ADR 0021).
+by its derived id (ADR 0021) rather than through a second index of endpoint triples. Edges are
+slotted ``EdgeRecord`` objects, not rows of columns: a walk reads an edge's fields millions of
+times, and a slot is the cheapest read Python has (ADR 0021's amendment).
 
 Invariants (each tested in ``tests/core/test_graph.py``; the rules behind 1, 2 and 5 are the
 functions of :mod:`contextmesh.core.graph_rules`, applied here on every write):
@@ -33,7 +33,7 @@ from pydantic import JsonValue
 
 from contextmesh.core import vectors
 from contextmesh.core.canonical import ensure_canonical
-from contextmesh.core.edge_table import EdgeIds, EdgeMap, EdgeTable
+from contextmesh.core.edge_ids import EdgeIds
 from contextmesh.core.errors import IdentityError, NotFoundError, OntologyError
 from contextmesh.core.graph_changes import GraphChanges
 from contextmesh.core.graph_rules import check_edge, check_must_carry, check_node_type, check_not_frozen
@@ -52,8 +52,7 @@ class ContextGraph:
         self.ontology = ontology
         self.build = 0
         self.nodes: dict[str, NodeRecord] = {}
-        self._edges = EdgeTable()
-        self.edges: Mapping[str, EdgeRecord] = EdgeMap(self._edges)
+        self.edges: dict[str, EdgeRecord] = {}
         self.assumptions: dict[str, AssumptionRecord] = {}
         # Built on first use (see ``nx``): a load or a bulk build that never runs an algorithm
         # should not pay for it; at 500,000 edges it was the largest single cost of a load.
@@ -64,8 +63,11 @@ class ContextGraph:
         # One string object per type name, however many records carry it.
         self._names = {name: name for name in (*ontology.node_types, *ontology.edge_types)}
         self._vectors = VectorStore()
-        self._ids = EdgeIds(ontology.edge_types)  # refuses tables whose types share an id tail
         self._changes: GraphChanges | None = None  # the ids a session journals (ADR 0020), once it tracks
+        self._ids = EdgeIds(ontology.edge_types)  # refuses tables whose types share an id tail
+        # The graph file version a loader read and upgraded (2), or None: a session that loaded an
+        # upgraded graph writes a full snapshot next, never a journal over the old file (ADR 0021).
+        self.upgraded_from: int | None = None
 
     # -- reading --------------------------------------------------------------------------
 
@@ -79,9 +81,8 @@ class ContextGraph:
         if self._nx is None:
             view: nx.MultiDiGraph[str] = nx.MultiDiGraph()
             view.add_nodes_from(self.nodes)
-            table = self._edges
-            for row in table.rows():
-                view.add_edge(table.src[row], table.dst[row], key=table.ids[row])
+            for edge in self.edges.values():
+                view.add_edge(edge.src, edge.dst, key=edge.id)
             self._nx = view
         return self._nx
 
@@ -113,10 +114,10 @@ class ContextGraph:
 
     def seq(self, item_id: str) -> int:
         """Insertion sequence number of a node or edge: the tie-breaker of every ordered walk."""
-        node = self.nodes.get(item_id)
-        if node is not None:
-            return node._seq
-        return self._edges.seq[self._edges.row_of[item_id]]  # KeyError for an id of neither
+        record = self.nodes.get(item_id) or self.edges.get(item_id)
+        if record is None:
+            raise KeyError(item_id)
+        return record._seq
 
     def find_edge(self, src: str, edge_type: str, dst: str) -> EdgeRecord | None:
         """The edge of this type between these endpoints, if one exists."""
@@ -125,11 +126,10 @@ class ContextGraph:
         source, target = self.nodes.get(src), self.nodes.get(dst)
         if source is None or target is None or edge_type not in self._ids.type_parts:
             return None
-        row = self._edges.row_of.get(self._ids.of(source, edge_type, target))
-        table = self._edges
-        if row is None or table.src[row] != src or table.type[row] != edge_type or table.dst[row] != dst:
+        edge = self.edges.get(self._ids.of(source, edge_type, target))
+        if edge is None or edge.src != src or edge.type != edge_type or edge.dst != dst:
             return None
-        return table.view(row)
+        return edge
 
     def is_live(self, node_id: str) -> bool:
         """True when the node exists and is neither pruned nor invalidated."""
@@ -139,10 +139,6 @@ class ContextGraph:
     def edge_is_live(self, edge: EdgeRecord) -> bool:
         """True when the edge is not invalidated and both endpoints are live."""
         return edge.live and self.is_live(edge.src) and self.is_live(edge.dst)
-
-    def _row_is_live(self, row: int) -> bool:
-        table = self._edges
-        return not table.invalidated[row] and self.nodes[table.src[row]].live and self.nodes[table.dst[row]].live
 
     def out_edges(
         self, node_id: str, types: Iterable[str] | None = None, *, live_only: bool = True
@@ -156,15 +152,18 @@ class ContextGraph:
         node = self.nodes.get(node_id)
         return [] if node is None else self._adjacent(node._in, types, live_only)
 
-    def _adjacent(self, rows: list[int], types: Iterable[str] | None, live_only: bool) -> list[EdgeRecord]:
+    def _adjacent(self, edges: list[EdgeRecord], types: Iterable[str] | None, live_only: bool) -> list[EdgeRecord]:
         wanted = None if types is None else frozenset(types)
-        table = self._edges
-        if wanted is not None:
-            kinds = table.type
-            rows = [row for row in rows if kinds[row] in wanted]
-        if live_only:
-            rows = [row for row in rows if self._row_is_live(row)]
-        return list(map(table.view, rows))
+        if wanted is None and not live_only:
+            return list(edges)
+        result = []
+        for edge in edges:
+            if wanted is not None and edge.type not in wanted:
+                continue
+            if live_only and not self.edge_is_live(edge):
+                continue
+            result.append(edge)
+        return result
 
     def degree(self, node_id: str) -> int:
         """Raw number of edges touching the node, live or not."""
@@ -186,17 +185,15 @@ class ContextGraph:
     def edge_counts(self, *, live_only: bool = True) -> dict[str, int]:
         """Edge count per type, every type of the ontology present (zeros included)."""
         counts = dict.fromkeys(self.ontology.edge_types, 0)
-        kinds = self._edges.type
-        for row in self._edges.rows():
-            if not live_only or self._row_is_live(row):
-                counts[kinds[row]] += 1
+        for edge in self.edges.values():
+            if not live_only or self.edge_is_live(edge):
+                counts[edge.type] += 1
         return counts
 
     @property
     def untyped_edges(self) -> int:
         """Always 0: there is no way to store an edge without a type (GRAPH.md rule 1)."""
-        kinds = self._edges.type
-        return sum(1 for row in self._edges.rows() if kinds[row] not in self._legal)
+        return sum(1 for e in self.edges.values() if e.type not in self._legal)
 
     # -- writing nodes ----------------------------------------------------------------------
 
@@ -334,58 +331,53 @@ class ContextGraph:
         if frozen_check:
             check_not_frozen(source, target, edge_type)
         eid = self._ids.of(source, edge_type, target)
-        table = self._edges
-        row = table.row_of.get(eid)
-        if row is not None and table.src[row] == src and table.type[row] == edge_type and table.dst[row] == dst:
-            merged = table.weight[row] + weight
+        edge = self.edges.get(eid)
+        if edge is not None and edge.src == src and edge.type == edge_type and edge.dst == dst:
+            merged = edge.weight + weight
             if merged == float("inf"):
                 raise OntologyError(f"merging weight {weight!r} into edge '{eid}' would overflow to infinity")
-            table.weight[row] = merged
-            known = table.evidence[row]
-            table.evidence[row] = known + tuple(e for e in dict.fromkeys(evidence_ids) if e not in known)
+            edge.weight = merged
+            known = edge.evidence_ids
+            edge.evidence_ids = known + tuple(e for e in dict.fromkeys(evidence_ids) if e not in known)
             self.touch(eid)
-            return table.view(row)
-        if row is not None:
+            return edge
+        if edge is not None:
             raise IdentityError(
-                f"edge id '{eid}' is already '{table.src[row]}'-[{table.type[row]}]->'{table.dst[row]}'; refusing "
-                f"to treat '{src}'-[{edge_type}]->'{dst}' as the same edge (two node ids share the 64-bit SHA-1 "
-                "tail of edge ids, ADR 0021)"
+                f"edge id '{eid}' is already '{edge.src}'-[{edge.type}]->'{edge.dst}'; refusing to treat "
+                f"'{src}'-[{edge_type}]->'{dst}' as the same edge (two node ids share the 64-bit SHA-1 tail of "
+                "edge ids, ADR 0021)"
             )
         # Endpoints and type as the graph's own string objects: one copy of each, however many edges.
-        row = table.append_new(
+        record = EdgeRecord(
             eid,
             source.id,
             target.id,
             self._names[edge_type],
             tuple(dict.fromkeys(evidence_ids)),
             weight,
-            self._next_seq,
+            self.build,
+            None,
+            0,
+            False,
         )
-        table.build[row] = self.build
-        self._next_seq += 1
-        source._out.append(row)
-        target._in.append(row)
-        if self._nx is not None:
-            self._nx.add_edge(source.id, target.id, key=eid)
-        self.touch(eid)
-        return table.view(row)
+        self._store_edge(record)
+        return record
 
     def _check_edge(self, src: str, edge_type: str, dst: str, weight: float) -> tuple[NodeRecord, NodeRecord]:
         """The edge rules of :mod:`contextmesh.core.graph_rules` against this graph's nodes."""
         return check_edge(self.ontology, self._legal, self.nodes, src, edge_type, dst, weight)
 
-    def _store_edge(self, record: EdgeRecord) -> EdgeRecord:
-        """Take a checked record in as a new row of the edge table; the row's view."""
-        row = self._edges.append(record, self._next_seq)
+    def _store_edge(self, record: EdgeRecord) -> None:
+        self.edges[record.id] = record
+        self.nodes[record.src]._out.append(record)
+        self.nodes[record.dst]._in.append(record)
+        record._seq = self._next_seq
         self._next_seq += 1
-        self.nodes[record.src]._out.append(row)
-        self.nodes[record.dst]._in.append(row)
         if self._nx is not None:
             self._nx.add_edge(record.src, record.dst, key=record.id)
         if record.assumption_id is not None:
             self._bound.setdefault(record.assumption_id, []).append(record.id)
         self.touch(record.id)
-        return self._edges.view(row)
 
     # -- assumptions, flags and telemetry ---------------------------------------------------
 
@@ -427,8 +419,7 @@ class ContextGraph:
 
     def bound_edges(self, assumption_id: str) -> list[EdgeRecord]:
         """Edges bound to an assumption (``justifies``), in binding order."""
-        table = self._edges
-        return [table.view(table.row_of[eid]) for eid in self._bound.get(assumption_id, ())]
+        return [self.edges[eid] for eid in self._bound.get(assumption_id, ())]
 
     def invalidate(self, node_ids: Iterable[str] = (), edge_ids: Iterable[str] = ()) -> None:
         """Flag nodes and edges invalidated. Flags are never cleared except by a decision rerun."""
@@ -480,10 +471,9 @@ class ContextGraph:
         for node in self.nodes.values():
             if node.id in wanted:
                 copy._store_node(node.model_copy(deep=True))
-        table = self._edges
-        for row in table.rows():
-            if table.src[row] in wanted and table.dst[row] in wanted:
-                copy._store_edge(table.view(row).model_copy())  # every field is immutable or a scalar
+        for edge in self.edges.values():
+            if edge.src in wanted and edge.dst in wanted:
+                copy._store_edge(edge.model_copy())  # every field of an edge is immutable or a scalar
         for assumption_id, record in self.assumptions.items():
             if assumption_id in wanted:
                 copy.assumptions[assumption_id] = record.model_copy()
@@ -491,17 +481,14 @@ class ContextGraph:
 
     def _undo(self, node_ids: Iterable[str], edge_ids: Iterable[str]) -> None:
         """Remove nodes and edges a failed operation just added (edges first). Rollback only."""
-        table = self._edges
         for eid in edge_ids:
-            row = table.row_of.get(eid)
-            if row is None:
+            edge = self.edges.pop(eid, None)
+            if edge is None:
                 continue
-            src, dst = table.src[row], table.dst[row]
-            self.nodes[src]._out.remove(row)
-            self.nodes[dst]._in.remove(row)
-            table.remove(row)
+            self.nodes[edge.src]._out.remove(edge)
+            self.nodes[edge.dst]._in.remove(edge)
             if self._nx is not None:
-                self._nx.remove_edge(src, dst, key=eid)
+                self._nx.remove_edge(edge.src, edge.dst, key=eid)
         for nid in node_ids:
             if self.nodes.pop(nid, None) is None:
                 continue

@@ -199,9 +199,9 @@ class NodeRecord(_SlottedRecord, schema=NodeSchema):
 
     ``embedding`` reads and writes the stored text; a record stored in a graph keeps the vector's
     bytes in the graph's :class:`~contextmesh.core.vectors.VectorStore` and only a handle here.
-    ``_seq``, ``_out``, ``_in`` and ``_part`` are the graph's: the record's insertion number, the
-    rows of its edges out and in (in insertion order), and the fold and tail its id gives every
-    edge id it is part of (ADR 0021), once asked for.
+    ``_seq``, ``_out``, ``_in`` and ``_part`` are the graph's: the record's insertion number, its
+    edges out and in (in insertion order), and the fold and tail its id gives every edge id it is
+    part of (ADR 0021), once a write asked for them.
     """
 
     __slots__ = (
@@ -233,8 +233,8 @@ class NodeRecord(_SlottedRecord, schema=NodeSchema):
     invalidated: bool
     _vectors: VectorStore | None
     _seq: int
-    _out: list[int]
-    _in: list[int]
+    _out: list[EdgeRecord]
+    _in: list[EdgeRecord]
     _part: tuple[str, str] | None
 
     def __init__(

@@ -27,7 +27,7 @@ from typing import Any
 from contextmesh.core.canonical import MAX_SAFE_INTEGER, text_hashes, unshared_copy
 from contextmesh.core.graph import ContextGraph
 from contextmesh.core.ids import EDGE_ID, NODE_TAIL, edge_body, fold, long_body
-from contextmesh.core.model import EdgeSchema, NodeRecord, NodeSchema, Provenance, construct_record
+from contextmesh.core.model import EdgeRecord, EdgeSchema, NodeRecord, NodeSchema, Provenance, construct_record
 from contextmesh.core.vectors import checked_bytes
 
 __all__ = ["fast_edges", "fast_nodes"]
@@ -226,7 +226,6 @@ def _endpoints(
     tails = text_hashes(node_ids, NODE_TAIL)
     folded: dict[str, tuple[Any, ...]] = {}
     for node, node_fold, tail in zip(nodes, folds, tails, strict=True):
-        node._part = (node_fold, tail)  # what a later live write would compute for the node
         body = long_body(node_fold)
         prefix = None if body is None else EDGE_ID.format(body, tail, "", "")
         folded[node.id] = (node, node_fold, prefix, tail, node.type, node.id, node._out, node._in)
@@ -278,10 +277,6 @@ def fast_edges(graph: ContextGraph, raw: list[Any]) -> bool:
     if endpoints is None:
         return False
     derived, sources, targets = endpoints
-    first_row = len(graph._edges.ids)
-    row_of = dict(zip(derived, range(first_row, first_row + len(derived)), strict=True))
-    if len(row_of) != len(derived):  # G40 (a repeated triple, G41, derives a repeated id too)
-        return False
     legal = {(t, a, b) for t, pairs in graph._legal.items() for a, b in pairs}
     node_type = operator.itemgetter(_TYPE)
     if not all(map(legal.__contains__, zip(types, map(node_type, sources), map(node_type, targets), strict=True))):
@@ -289,8 +284,7 @@ def fast_edges(graph: ContextGraph, raw: list[Any]) -> bool:
     evidence_ids = _evidence(graph, evidence)
     if evidence_ids is None or not set(bound) - {None} <= graph.assumptions.keys():
         return False
-    _store(graph, (derived, srcs, dsts, types, *columns[4:]), sources, targets, evidence_ids, row_of)
-    return True
+    return _store(graph, (derived, srcs, dsts, types, *columns[4:]), sources, targets, evidence_ids)
 
 
 def _evidence(graph: ContextGraph, column: Sequence[list[Any]]) -> list[tuple[str, ...]] | None:
@@ -313,32 +307,38 @@ def _store(
     sources: list[Any],
     targets: list[Any],
     evidence_ids: list[tuple[str, ...]],
-    row_of: dict[str, int],
-) -> None:
-    """Append every checked edge to the graph's edge table as columns, and adjacency in bulk."""
+) -> bool:
+    """Build every checked edge's record in one pass and store them, adjacency in bulk; ``False``,
+    storing nothing, when two edges derive one id (G40: a repeated triple derives one too)."""
     ids, _, _, types, _, weights, builds, bound, traversals, invalidated = columns
     assumption_of: dict[str | None, str | None] = {aid: graph.nodes[aid].id for aid in graph.assumptions}
     assumption_of[None] = None
     node_id = operator.itemgetter(_ID)
-    rows = graph._edges.extend(
-        (
+    start = graph._next_seq
+    # Numbers as new objects (``x + 0``): the parsed file's own would pin its memory once it is freed.
+    records = list(
+        map(
+            EdgeRecord,
             ids,
-            list(map(node_id, sources)),  # the nodes' own id strings, not the file's copies
-            list(map(node_id, targets)),
+            map(node_id, sources),  # the nodes' own id strings, not the file's copies
+            map(node_id, targets),
             types,
             evidence_ids,
-            weights,
-            builds,
-            list(map(assumption_of.__getitem__, bound)),
-            traversals,
+            map(operator.add, weights, repeat(0.0)),
+            map(operator.add, builds, repeat(0)),
+            map(assumption_of.__getitem__, bound),
+            map(operator.add, traversals, repeat(0)),
             invalidated,
-        ),
-        graph._next_seq,
-        row_of,
+            range(start, start + len(ids)),
+        )
     )
-    graph._next_seq += len(rows)
-    shared = list(rows)  # one int object per row, in both adjacency lists
-    deque(map(list.append, map(operator.itemgetter(_OUT), sources), shared), maxlen=0)
-    deque(map(list.append, map(operator.itemgetter(_IN), targets), shared), maxlen=0)
+    by_id = dict(zip(ids, records, strict=True))
+    if len(by_id) != len(records) or not by_id.keys().isdisjoint(graph.edges):
+        return False
+    graph.edges.update(by_id)
+    graph._next_seq = start + len(records)
+    deque(map(list.append, map(operator.itemgetter(_OUT), sources), records), maxlen=0)
+    deque(map(list.append, map(operator.itemgetter(_IN), targets), records), maxlen=0)
     for edge_id, assumption_id in compress(zip(ids, bound, strict=True), map(operator.is_not, bound, repeat(None))):
         graph._bound.setdefault(assumption_of[assumption_id], []).append(edge_id)  # type: ignore[arg-type]
+    return True

@@ -59,10 +59,10 @@ def test_a_stored_id_naming_another_triple_is_still_refused_and_says_why() -> No
     graph = _hub_graph()
     graph.add_edge(HUB, "mentions", FIRST)
     # Forge the collision v3 makes practically impossible: the second triple's id already taken.
-    table = graph._edges
     forged = edge_id(HUB, "mentions", SECOND)
-    table.row_of[forged] = table.row_of.pop(table.ids[0])
-    table.ids[0] = forged
+    stored = graph.edges.pop(next(iter(graph.edges)))
+    stored.id = forged
+    graph.edges[forged] = stored
     with pytest.raises(IdentityError, match="64-bit SHA-1 tail"):
         graph.add_edge(HUB, "mentions", SECOND)
     assert len(graph.edges) == 1

@@ -76,10 +76,7 @@ VALID = _valid_files()
 def _shape(graph: ContextGraph) -> list[Any]:
     """What a load builds beyond the bytes: adjacency in order, sequence numbers, vectors, bindings."""
     return [
-        [
-            (n.id, n._seq, n.embedding, [graph._edges.ids[r] for r in n._out], [graph._edges.ids[r] for r in n._in])
-            for n in graph.nodes.values()
-        ],
+        [(n.id, n._seq, n.embedding, [e.id for e in n._out], [e.id for e in n._in]) for n in graph.nodes.values()],
         [(e.id, e._seq, e.src, e.dst, e.evidence_ids) for e in graph.edges.values()],
         sorted(graph._bound.items()),
         graph._next_seq,
