@@ -68,18 +68,19 @@ def _count(value: Any, path: str, rule: str) -> int:
     return value
 
 
-def _plan(head: dict[str, Any]) -> tuple[int, list[str]]:
-    """G52-G53: the header's fields and ``parts``; the part size and each line's list name."""
+def _plan(head: dict[str, Any], lines: int) -> tuple[int, list[str]]:
+    """G52-G54: the header's fields and ``parts``; the part size and each line's list name (the
+    counts checked against the ``lines`` the file holds before any list is made of them)."""
     exact_keys(head, _HEADER, "$")
     parts = expect_dict(head["parts"], "parts")
     exact_keys(parts, _PARTS, "parts")
     records = _count(parts["records"], "parts.records", "G53: a part size of 1 or more records")
     if not 1 <= records <= MAX_PART_RECORDS:
         raise SnapshotError("parts.records", str(records), f"G53: a part holds 1 to {MAX_PART_RECORDS} records")
-    kinds: list[str] = []
-    for name in _LISTS:
-        kinds += [name] * _count(parts[name], f"parts.{name}", "G53: a count of parts, 0 or more")
-    return records, kinds
+    counts = [_count(parts[name], f"parts.{name}", "G53: a count of parts, 0 or more") for name in _LISTS]
+    if sum(counts) != lines:  # before a list of that many names is made: a forged count cannot cost memory
+        raise SnapshotError("parts", f"{sum(counts)} parts for {lines} lines", "G54: one line after the header a part")
+    return records, [name for name, count in zip(_LISTS, counts, strict=True) for _ in range(count)]
 
 
 def _lines(data: bytes, start: int, expected: int) -> list[bytes]:
@@ -104,7 +105,7 @@ def _lines(data: bytes, start: int, expected: int) -> list[bytes]:
 
 
 def _assembled(head: dict[str, Any], data: bytes, start: int) -> dict[str, Any]:
-    records, kinds = _plan(head)
+    records, kinds = _plan(head, data.count(b"\n", start))
     document = {key: value for key, value in head.items() if key != "parts"}
     lists: dict[str, list[Any]] = {name: [] for name in _LISTS}
     lines = _lines(data, start, len(kinds))
