@@ -533,7 +533,9 @@ SEMANTIC_CASES: tuple[Case, ...] = (
     ),
     # -- the header --------------------------------------------------------------------------------
     Case("original-project-v1-file", _edit(_original_v1), "version", "file of the original ContextMesh project"),
-    Case("future-version-3", _edit(_set(lambda d: d, "version", 3)), "version", "reads only v2"),
+    # Read as v2, a v3 file's first edge id is not the v2 id its triple derives (G6's upgrade check).
+    Case("v3-ids-in-a-v2-file", _edit(_set(lambda d: d, "version", 2)), "edges[0].id", "a v2 edge's id is derived"),
+    Case("future-version-4", _edit(_set(lambda d: d, "version", 4)), "version", "reads only v3"),
     Case("version-as-bool", _edit(_set(lambda d: d, "version", True)), "version", "integer"),
     Case(
         "wrong-schema",

@@ -6,7 +6,9 @@ re-added, and holding a ``MultiDiGraph`` beside the records cost more memory tha
 ``networkx.MultiDiGraph`` view is built on demand (:attr:`ContextGraph.nx`) for algorithms; the
 graph never needs it itself (ADR 0015). Records are compact: slotted, type names interned, every
 node's vector in the graph's one :class:`~contextmesh.core.vectors.VectorStore`, and an edge found
-by its derived id rather than through a second index of endpoint triples.
+by its derived id (ADR 0021) rather than through a second index of endpoint triples. Edges are
+slotted ``EdgeRecord`` objects, not rows of columns: a walk reads an edge's fields millions of
+times, and a slot is the cheapest read Python has (ADR 0021's amendment).
 
 Invariants (each tested in ``tests/core/test_graph.py``; the rules behind 1, 2 and 5 are the
 functions of :mod:`contextmesh.core.graph_rules`, applied here on every write):
@@ -31,10 +33,11 @@ from pydantic import JsonValue
 
 from contextmesh.core import vectors
 from contextmesh.core.canonical import ensure_canonical
+from contextmesh.core.edge_ids import EdgeIds
 from contextmesh.core.errors import IdentityError, NotFoundError, OntologyError
 from contextmesh.core.graph_changes import GraphChanges
 from contextmesh.core.graph_rules import check_edge, check_must_carry, check_node_type, check_not_frozen
-from contextmesh.core.ids import edge_id, slug
+from contextmesh.core.ids import slug
 from contextmesh.core.model import AssumptionRecord, EdgeRecord, NodeRecord, Provenance
 from contextmesh.core.ontology import ONTOLOGY, Ontology
 from contextmesh.core.vectors import VectorStore
@@ -61,6 +64,10 @@ class ContextGraph:
         self._names = {name: name for name in (*ontology.node_types, *ontology.edge_types)}
         self._vectors = VectorStore()
         self._changes: GraphChanges | None = None  # the ids a session journals (ADR 0020), once it tracks
+        self._ids = EdgeIds(ontology.edge_types)  # refuses tables whose types share an id tail
+        # The graph file version a loader read and upgraded (2), or None: a session that loaded an
+        # upgraded graph writes a full snapshot next, never a journal over the old file (ADR 0021).
+        self.upgraded_from: int | None = None
 
     # -- reading --------------------------------------------------------------------------
 
@@ -116,7 +123,10 @@ class ContextGraph:
         """The edge of this type between these endpoints, if one exists."""
         # An edge's id is derived from exactly these three, and ids are unique: the edge, if it
         # exists, is stored under that id (a different edge there is an id collision).
-        edge = self.edges.get(edge_id(src, edge_type, dst))
+        source, target = self.nodes.get(src), self.nodes.get(dst)
+        if source is None or target is None or edge_type not in self._ids.type_parts:
+            return None
+        edge = self.edges.get(self._ids.of(source, edge_type, target))
         if edge is None or edge.src != src or edge.type != edge_type or edge.dst != dst:
             return None
         return edge
@@ -320,20 +330,22 @@ class ContextGraph:
         source, target = self._check_edge(src, edge_type, dst, weight)
         if frozen_check:
             check_not_frozen(source, target, edge_type)
-        eid = edge_id(src, edge_type, dst)
+        eid = self._ids.of(source, edge_type, target)
         edge = self.edges.get(eid)
         if edge is not None and edge.src == src and edge.type == edge_type and edge.dst == dst:
             merged = edge.weight + weight
             if merged == float("inf"):
                 raise OntologyError(f"merging weight {weight!r} into edge '{eid}' would overflow to infinity")
             edge.weight = merged
-            edge.evidence_ids = edge.evidence_ids + tuple(e for e in evidence_ids if e not in edge.evidence_ids)
+            known = edge.evidence_ids
+            edge.evidence_ids = known + tuple(e for e in dict.fromkeys(evidence_ids) if e not in known)
             self.touch(eid)
             return edge
         if edge is not None:
             raise IdentityError(
-                f"edge id '{eid}' is already '{edge.src}'-[{edge.type}]->'{edge.dst}'; "
-                f"refusing to treat '{src}'-[{edge_type}]->'{dst}' as the same edge"
+                f"edge id '{eid}' is already '{edge.src}'-[{edge.type}]->'{edge.dst}'; refusing to treat "
+                f"'{src}'-[{edge_type}]->'{dst}' as the same edge (two node ids share the 64-bit SHA-1 tail of "
+                "edge ids, ADR 0021)"
             )
         # Endpoints and type as the graph's own string objects: one copy of each, however many edges.
         record = EdgeRecord(

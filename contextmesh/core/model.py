@@ -199,14 +199,16 @@ class NodeRecord(_SlottedRecord, schema=NodeSchema):
 
     ``embedding`` reads and writes the stored text; a record stored in a graph keeps the vector's
     bytes in the graph's :class:`~contextmesh.core.vectors.VectorStore` and only a handle here.
-    ``_seq``, ``_out`` and ``_in`` are the graph's: the record's insertion number and its edges
-    out and in, in insertion order.
+    ``_seq``, ``_out``, ``_in`` and ``_part`` are the graph's: the record's insertion number, its
+    edges out and in (in insertion order), and the fold and tail its id gives every edge id it is
+    part of (ADR 0021), once a write asked for them.
     """
 
     __slots__ = (
         "_embedding",
         "_in",
         "_out",
+        "_part",
         "_seq",
         "_vectors",
         "attrs",
@@ -233,6 +235,7 @@ class NodeRecord(_SlottedRecord, schema=NodeSchema):
     _seq: int
     _out: list[EdgeRecord]
     _in: list[EdgeRecord]
+    _part: tuple[str, str] | None
 
     def __init__(
         self,
@@ -264,12 +267,14 @@ class NodeRecord(_SlottedRecord, schema=NodeSchema):
         self._seq = seq
         self._out = []
         self._in = []
+        self._part = None
 
     def _reset(self) -> None:
         self._vectors = None
         self._seq = -1
         self._out = []
         self._in = []
+        self._part = None
         if not hasattr(self, "_embedding"):
             self._embedding = None
 

@@ -1,4 +1,4 @@
-"""The graph loader's fast pass: every node and edge rule of ``docs/formats/graph-v2.md`` checked
+"""The graph loader's fast pass: every node and edge rule of ``docs/formats/graph-v3.md`` checked
 column by column over the parsed records, then the records built once, without re-validation.
 
 A 500,000-edge file spent most of its load in per-record Python: a pydantic validation, then the
@@ -26,7 +26,7 @@ from typing import Any
 
 from contextmesh.core.canonical import MAX_SAFE_INTEGER, text_hashes, unshared_copy
 from contextmesh.core.graph import ContextGraph
-from contextmesh.core.ids import edge_body, fold, long_body
+from contextmesh.core.ids import EDGE_ID, NODE_TAIL, edge_body, fold, long_body
 from contextmesh.core.model import EdgeRecord, EdgeSchema, NodeRecord, NodeSchema, Provenance, construct_record
 from contextmesh.core.vectors import checked_bytes
 
@@ -37,7 +37,6 @@ _EDGE_FIELDS = tuple(EdgeSchema.model_fields)
 _PROVENANCE_KEYS = frozenset(Provenance.model_fields)
 _INFINITY = float("inf")
 _RECORD_FIELDS = frozenset(NodeSchema.model_fields)
-_TYPE_OF = operator.attrgetter("type")
 
 
 def _only(column: Sequence[Any], *kinds: type) -> bool:
@@ -204,36 +203,51 @@ def fast_nodes(graph: ContextGraph, raw: list[Any]) -> bool:
     return True
 
 
+# What ``_endpoints`` keeps per node, so the passes over 500,000 edges read one tuple per endpoint
+# and never the node records scattered through memory.
+_RECORD, _FOLD, _PREFIX, _TAIL, _TYPE, _ID, _OUT, _IN = range(8)
+
+
 def _endpoints(
-    graph: ContextGraph, ids: tuple[str, ...], srcs: tuple[str, ...], types: tuple[str, ...], dsts: tuple[str, ...]
-) -> tuple[list[str], list[NodeRecord], list[NodeRecord]] | None:
+    graph: ContextGraph, ids: tuple[str, ...], srcs: tuple[str, ...], types: list[str], dsts: tuple[str, ...]
+) -> tuple[list[str], list[Any], list[Any]] | None:
     """G43's endpoint checks and G44 for every edge: each endpoint names a node, each id is the one
     derived from its source, type and target. Returns the derived ids (equal to the file's, and
-    not the parsed file's objects) and the endpoints' records.
+    not the parsed file's objects) and each edge's source and target parts (see ``_RECORD``...).
 
-    Each node id is folded once (:func:`contextmesh.core.ids.fold`); an edge's body is then its
-    source's (when the source alone decides it) or three folds joined, and the SHA-1 tails come
-    from one pass over the edges' texts. One look-up per endpoint finds the node and its fold.
+    Every part of an edge id is a function of one node id or one type (ADR 0021), so each node id
+    is folded and hashed once (one SHA-1 pass over the node ids); an edge's id is then its
+    source's prefix (``edge:<body>-<S>``, when the source alone decides the body), the type's tail
+    and the target's tail joined: no hash and no call of ours per edge.
     """
-    folded: dict[str, tuple[NodeRecord, str, str | None]] = {}
-    for nid, node in graph.nodes.items():
-        node_fold = fold(nid)
-        folded[nid] = (node, node_fold, long_body(node_fold))
-    sources: list[Any] = list(map(folded.get, srcs))
-    targets: list[Any] = list(map(folded.get, dsts))
-    if any(map(operator.is_, sources, repeat(None))) or any(map(operator.is_, targets, repeat(None))):
+    nodes = list(graph.nodes.values())
+    node_ids = [node.id for node in nodes]
+    folds = list(map(fold, node_ids))
+    tails = text_hashes(node_ids, NODE_TAIL)
+    folded: dict[str, tuple[Any, ...]] = {}
+    for node, node_fold, tail in zip(nodes, folds, tails, strict=True):
+        body = long_body(node_fold)
+        prefix = None if body is None else EDGE_ID.format(body, tail, "", "")
+        folded[node.id] = (node, node_fold, prefix, tail, node.type, node.id, node._out, node._in)
+    try:  # an endpoint that names no node looks up None, and taking a part of None raises
+        sources: list[Any] = list(map(folded.get, srcs))
+        targets: list[Any] = list(map(folded.get, dsts))
+        prefixes = list(map(operator.itemgetter(_PREFIX), sources))
+        dst_tails = list(map(operator.itemgetter(_TAIL), targets))
+    except TypeError:  # also an unhashable endpoint (a list where an id belongs)
         return None
-    body_of = list(map(operator.itemgetter(2), sources))
-    if None in body_of:  # short sources: the type and target decide the rest of the body
-        type_folds = {t: fold(t) for t in graph._legal}
-        for index in [i for i, body in enumerate(body_of) if body is None]:
-            body_of[index] = edge_body(sources[index][1], type_folds[types[index]], targets[index][1])
-    hashes = text_hashes(list(map("{}|{}|{}".format, srcs, types, dsts)), 6)
-    derived = list(map("edge:{}-{}".format, body_of, hashes))
+    if any(map(operator.is_, sources, targets)):  # G43: no self edge
+        return None
+    if None in prefixes:  # short sources: the type and target decide the rest of the body
+        for index in [i for i, prefix in enumerate(prefixes) if prefix is None]:
+            source, type_fold = sources[index], graph._ids.type_parts[types[index]][0]
+            body = edge_body(source[_FOLD], type_fold, targets[index][_FOLD])
+            prefixes[index] = EDGE_ID.format(body, source[_TAIL], "", "")
+    type_tails = {t: part[1] for t, part in graph._ids.type_parts.items()}
+    derived = list(map("{}{}{}".format, prefixes, map(type_tails.__getitem__, types), dst_tails))
     if list(ids) != derived:
         return None
-    first = operator.itemgetter(0)
-    return derived, list(map(first, sources)), list(map(first, targets))
+    return derived, sources, targets
 
 
 def fast_edges(graph: ContextGraph, raw: list[Any]) -> bool:
@@ -241,10 +255,15 @@ def fast_edges(graph: ContextGraph, raw: list[Any]) -> bool:
     columns = _columns(raw, _EDGE_FIELDS)
     if columns is None:
         return False
-    ids, srcs, dsts, types, evidence, weights, builds, bound, traversals, invalidated = columns
-    if not (_only(ids, str) and _only(srcs, str) and _only(dsts, str) and _only(types, str)):
+    ids, srcs, dsts, raw_types, evidence, weights, builds, bound, traversals, invalidated = columns
+    # Ids, endpoints and types need no type pass of their own: an id is compared with a derived
+    # string, an endpoint and a type are looked up, and nothing but the right string matches.
+    # Each type becomes the graph's own string at once, so no later pass reads the file's.
+    try:
+        types: list[Any] = list(map(graph._names.get, raw_types))
+    except TypeError:  # an unhashable type
         return False
-    if not set(types) <= graph._legal.keys() or any(map(operator.eq, srcs, dsts)):
+    if not set(types) <= graph._legal.keys():  # an unknown type looked up None
         return False
     if not (_only(weights, float) and all(map(operator.lt, repeat(0.0), weights))):
         return False
@@ -258,68 +277,68 @@ def fast_edges(graph: ContextGraph, raw: list[Any]) -> bool:
     if endpoints is None:
         return False
     derived, sources, targets = endpoints
-    if len(set(derived)) != len(derived):  # G40 (a repeated triple, G41, derives a repeated id too)
-        return False
     legal = {(t, a, b) for t, pairs in graph._legal.items() for a, b in pairs}
-    kinds = zip(types, map(_TYPE_OF, sources), map(_TYPE_OF, targets), strict=True)
-    if not all(map(legal.__contains__, kinds)):
+    node_type = operator.itemgetter(_TYPE)
+    if not all(map(legal.__contains__, zip(types, map(node_type, sources), map(node_type, targets), strict=True))):
         return False
     evidence_ids = _evidence(graph, evidence)
     if evidence_ids is None or not set(bound) - {None} <= graph.assumptions.keys():
         return False
-    _store(graph, (tuple(derived), *columns[1:]), sources, targets, evidence_ids)
-    return True
+    return _store(graph, (derived, srcs, dsts, types, *columns[4:]), sources, targets, evidence_ids)
 
 
 def _evidence(graph: ContextGraph, column: Sequence[list[Any]]) -> list[tuple[str, ...]] | None:
     """G45, G46: each list names nodes, each once; as tuples of the nodes' own id strings."""
-    out: list[tuple[str, ...]] = []
-    for ids in column:
-        if not ids:
-            out.append(())
-            continue
+    out: list[tuple[str, ...]] = [()] * len(column)
+    for index in compress(range(len(column)), column):  # only the lists that name something
+        ids = column[index]
         if not _only(ids, str) or len(set(ids)) != len(ids):
             return None
         named = [graph.nodes.get(i) for i in ids]
         if any(node is None for node in named):
             return None
-        out.append(tuple(node.id for node in named if node is not None))
+        out[index] = tuple(node.id for node in named if node is not None)
     return out
 
 
 def _store(
     graph: ContextGraph,
-    columns: tuple[tuple[Any, ...], ...],
-    sources: list[NodeRecord],
-    targets: list[NodeRecord],
+    columns: tuple[Sequence[Any], ...],
+    sources: list[Any],
+    targets: list[Any],
     evidence_ids: list[tuple[str, ...]],
-) -> None:
-    """Construct every checked edge once and append it to its endpoints' adjacency in bulk."""
+) -> bool:
+    """Build every checked edge's record in one pass and store them, adjacency in bulk; ``False``,
+    storing nothing, when two edges derive one id (G40: a repeated triple derives one too)."""
     ids, _, _, types, _, weights, builds, bound, traversals, invalidated = columns
     assumption_of: dict[str | None, str | None] = {aid: graph.nodes[aid].id for aid in graph.assumptions}
     assumption_of[None] = None
-    # One float object per distinct weight, and not the parsed file's.
-    shared = {weight: weight + 0.0 for weight in dict.fromkeys(weights)}
+    node_id = operator.itemgetter(_ID)
     start = graph._next_seq
+    # Numbers as new objects (``x + 0``): the parsed file's own would pin its memory once it is freed.
     records = list(
         map(
             EdgeRecord,
             ids,
-            map(operator.attrgetter("id"), sources),  # the nodes' own id strings, not the file's copies
-            map(operator.attrgetter("id"), targets),
-            map(graph._names.__getitem__, types),
+            map(node_id, sources),  # the nodes' own id strings, not the file's copies
+            map(node_id, targets),
+            types,
             evidence_ids,
-            map(shared.__getitem__, weights),
-            builds,
+            map(operator.add, weights, repeat(0.0)),
+            map(operator.add, builds, repeat(0)),
             map(assumption_of.__getitem__, bound),
-            traversals,
+            map(operator.add, traversals, repeat(0)),
             invalidated,
             range(start, start + len(ids)),
         )
     )
+    by_id = dict(zip(ids, records, strict=True))
+    if len(by_id) != len(records) or not by_id.keys().isdisjoint(graph.edges):
+        return False
+    graph.edges.update(by_id)
     graph._next_seq = start + len(records)
-    graph.edges.update(zip(ids, records, strict=True))
-    deque(map(list.append, map(operator.attrgetter("_out"), sources), records), maxlen=0)
-    deque(map(list.append, map(operator.attrgetter("_in"), targets), records), maxlen=0)
-    for record in compress(records, map(operator.is_not, bound, repeat(None))):
-        graph._bound.setdefault(record.assumption_id, []).append(record.id)  # type: ignore[arg-type]
+    deque(map(list.append, map(operator.itemgetter(_OUT), sources), records), maxlen=0)
+    deque(map(list.append, map(operator.itemgetter(_IN), targets), records), maxlen=0)
+    for edge_id, assumption_id in compress(zip(ids, bound, strict=True), map(operator.is_not, bound, repeat(None))):
+        graph._bound.setdefault(assumption_of[assumption_id], []).append(edge_id)  # type: ignore[arg-type]
+    return True

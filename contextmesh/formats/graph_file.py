@@ -1,7 +1,7 @@
-"""The graph file format ``contextmesh.graph`` v2: a writer and a strict loader.
+"""The graph file format ``contextmesh.graph`` v3: a writer and a strict loader.
 
-``docs/formats/graph-v2.md`` specifies the format for an independent reader. In short: one JSON
-object with ``schema``, ``version`` (2), ``ontology`` (the digest of the tables the graph was
+``docs/formats/graph-v3.md`` specifies the format for an independent reader. In short: one JSON
+object with ``schema``, ``version`` (3), ``ontology`` (the digest of the tables the graph was
 checked against), ``build``, and the lists ``nodes``, ``edges`` and ``assumptions`` in insertion
 order. Object keys are sorted; the file ends with a newline.
 
@@ -33,14 +33,16 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from contextmesh.core import vectors
-from contextmesh.core.canonical import digest, file_bytes, loads
-from contextmesh.core.decision_identity import decision_fingerprint
+from contextmesh.core.canonical import digest
 from contextmesh.core.errors import ContextMeshError, SnapshotError
 from contextmesh.core.graph import ContextGraph
-from contextmesh.core.ids import edge_id, is_auto_decision_id
+from contextmesh.core.ids import edge_id
 from contextmesh.core.model import AssumptionRecord, EdgeRecord, EdgeSchema, NodeSchema, Provenance
 from contextmesh.core.ontology import ONTOLOGY, Ontology
 from contextmesh.formats.graph_columns import fast_edges, fast_nodes
+from contextmesh.formats.graph_parts import graph_bytes, graph_document
+from contextmesh.formats.graph_references import check_cross_references
+from contextmesh.formats.graph_upgrade import upgrade_v2
 from contextmesh.formats.records import (
     check_header,
     exact_keys,
@@ -61,7 +63,7 @@ __all__ = [
 ]
 
 GRAPH_SCHEMA = "contextmesh.graph"
-GRAPH_VERSION = 2
+GRAPH_VERSION = 3
 _TOP_FIELDS = ("schema", "version", "ontology", "build", "nodes", "edges", "assumptions")
 # Read once: pydantic's ``model_fields`` is a computed class property, and asking it per record
 # cost microseconds a record.
@@ -194,16 +196,16 @@ def _validate_all(
         return None
 
 
-def dump_graph(graph: ContextGraph) -> bytes:
-    """The file bytes of a graph."""
+def dump_graph(graph: ContextGraph, *, part_records: int | None = None) -> bytes:
+    """The file bytes of a graph: one document, or parts of ``part_records`` records (graph_parts)."""
     with collector_paused():
-        return file_bytes(graph_to_dict(graph))
+        return graph_bytes(graph_to_dict(graph), part_records)
 
 
 def load_graph(data: bytes, ontology: Ontology = ONTOLOGY) -> ContextGraph:
     """Parse and restore a graph file, refusing anything that could not be restored faithfully."""
     with collector_paused():
-        graph = graph_from_dict(loads(data), ontology)
+        graph = graph_from_dict(graph_document(data), ontology)
     release_freed_memory()
     return graph
 
@@ -244,6 +246,9 @@ def graph_from_dict(data: Any, ontology: Ontology = ONTOLOGY) -> ContextGraph:
 
 def _graph_from_dict(data: Any, ontology: Ontology) -> ContextGraph:
     top = expect_dict(data, "$")
+    upgraded = top.get("schema") == GRAPH_SCHEMA and type(top.get("version")) is int and top["version"] == 2
+    if upgraded:
+        top = upgrade_v2(top)  # v2's edge ids checked, then renamed to v3's (ADR 0021)
     check_header(top, GRAPH_SCHEMA, GRAPH_VERSION, original_versions=(1,))
     exact_keys(top, _TOP_FIELDS, "$")
     expected = ontology_digest(ontology)
@@ -265,7 +270,8 @@ def _graph_from_dict(data: Any, ontology: Ontology) -> ContextGraph:
     raw_edges = expect_list(top["edges"], "edges")
     if not fast_edges(graph, raw_edges):
         _restore_edges(graph, raw_edges)
-    _check_cross_references(graph)
+    check_cross_references(graph)
+    graph.upgraded_from = 2 if upgraded else None
     return graph
 
 
@@ -429,71 +435,3 @@ def _restore_edges(graph: ContextGraph, raw_edges: list[Any]) -> None:
                 record.invalidated,
             )
         )
-
-
-def _check_cross_references(graph: ContextGraph) -> None:
-    index_of = {aid: i for i, aid in enumerate(graph.assumptions)}
-    for aid, record in graph.assumptions.items():
-        path = f"assumptions[{index_of[aid]}]"
-        if record.supersedes is not None:
-            older = graph.assumptions.get(record.supersedes)
-            if older is None or older.superseded_by != aid:
-                raise SnapshotError(
-                    f"{path}.supersedes",
-                    repr(record.supersedes),
-                    "supersession is two-sided: the older record's superseded_by names this one",
-                )
-        if record.superseded_by is not None:
-            newer = graph.assumptions.get(record.superseded_by)
-            if newer is None or newer.supersedes != aid:
-                raise SnapshotError(
-                    f"{path}.superseded_by",
-                    repr(record.superseded_by),
-                    "supersession is two-sided: the newer record's supersedes names this one",
-                )
-        for position, evidence in enumerate(record.evidence_ids):
-            node = graph.nodes.get(evidence)
-            if node is None or node.type != "evidence":
-                raise SnapshotError(
-                    f"{path}.evidence_ids[{position}]", repr(evidence), "evidence ids name evidence nodes"
-                )
-    for index, edge in enumerate(graph.edges.values()):
-        bound = graph.assumptions.get(edge.assumption_id) if edge.assumption_id else None
-        if bound is not None and bound.status == "rejected" and not edge.invalidated:
-            raise SnapshotError(
-                f"edges[{index}].invalidated",
-                "false on an edge bound to the rejected assumption " + repr(bound.id),
-                "an edge bound to a rejected assumption has fallen with it",
-            )
-    for index, node in enumerate(graph.nodes.values()):
-        if node.provenance is not None:
-            cited = graph.nodes.get(node.provenance.source_id)
-            if cited is None or cited.type != "source":
-                raise SnapshotError(
-                    f"nodes[{index}].provenance.source_id",
-                    repr(node.provenance.source_id),
-                    "provenance names a source node of this graph",
-                )
-    for index, node in enumerate(graph.nodes.values()):
-        if node.type != "decision":
-            continue
-        path = f"nodes[{index}]"
-        identity = node.attrs.get("decision_identity")
-        if identity == "auto":
-            if not is_auto_decision_id(node.id):
-                raise SnapshotError(f"{path}.id", repr(node.id), "an auto-minted decision lives under 'decision:auto:'")
-        elif identity == "explicit":
-            if is_auto_decision_id(node.id):
-                raise SnapshotError(
-                    f"{path}.id", repr(node.id), "an explicit decision id may not use the auto-minted namespace"
-                )
-            if node.attrs.get("decision_digest") != decision_fingerprint(graph, node.id):
-                raise SnapshotError(
-                    f"{path}.attrs.decision_digest",
-                    repr(node.attrs.get("decision_digest")),
-                    "the stored digest does not match the fingerprint recomputed from the decision's content",
-                )
-        else:
-            raise SnapshotError(
-                f"{path}.attrs.decision_identity", repr(identity), "a decision is either 'explicit' or 'auto'"
-            )

@@ -17,12 +17,14 @@ be recovered from a later graph, so only the digest's form is checked.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from typing import Any
 
 from contextmesh.belief.invalidation import PRESERVED_LIST_LIMIT
 from contextmesh.core.canonical import digest
 from contextmesh.core.errors import SnapshotError
 from contextmesh.core.graph import ContextGraph
+from contextmesh.formats.graph_upgrade import EdgesAnyVersion
 
 __all__ = ["check_receipt"]
 
@@ -49,7 +51,7 @@ def _assumption(value: Any, path: str, graph: ContextGraph, *, rejected: bool) -
         raise SnapshotError(path, f"{value!r}, which the graph holds as {status!r}", "a disproved ground is rejected")
 
 
-def _ids(value: Any, path: str, known: dict[str, Any], what: str) -> list[str]:
+def _ids(value: Any, path: str, known: Mapping[str, Any], what: str) -> list[str]:
     if type(value) is not list:
         raise SnapshotError(path, _found(value), f"a list of {what} ids")
     for index, item in enumerate(value):
@@ -119,7 +121,8 @@ def check_receipt(receipt: dict[str, Any], path: str, graph: ContextGraph) -> No
     if node is None or node.type != "evidence":
         raise SnapshotError(f"{path}.evidence_id", _found(evidence), "an evidence node of the graph")
     _check_invalidated(_field(receipt, "invalidated", path), f"{path}.invalidated", graph)
-    _ids(_field(receipt, "invalidated_edges", path), f"{path}.invalidated_edges", graph.edges, "edge")
+    # A receipt written before graph v3 names edges by their v2 ids; the ledger is never rewritten (ADR 0021).
+    _ids(_field(receipt, "invalidated_edges", path), f"{path}.invalidated_edges", EdgesAnyVersion(graph), "edge")
     _check_preserved(receipt, path, graph)
     replacement = _field(receipt, "replacement_id", path)
     if replacement is not None:

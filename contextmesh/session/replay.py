@@ -24,6 +24,8 @@ from contextmesh.core.errors import InputError
 from contextmesh.core.graph import ContextGraph
 from contextmesh.core.graph_changes import GraphChanges
 from contextmesh.formats.graph_file import collector_paused, graph_from_dict, load_graph, release_freed_memory
+from contextmesh.formats.graph_parts import graph_document
+from contextmesh.formats.graph_upgrade import EdgesAnyVersion
 from contextmesh.formats.journal_file import BASE_KINDS, Segment, parse_segment, replay_graph, replay_resolver
 from contextmesh.formats.resolver_file import load_resolver, resolver_from_dict
 from contextmesh.knowledge.resolve import Resolver
@@ -63,9 +65,10 @@ def _segments(manifest: Manifest, raw: dict[str, bytes]) -> list[tuple[str, Segm
 
 def _counters(graph: ContextGraph, segments: list[tuple[str, Segment]]) -> None:
     """Each segment's counters, in order, after the snapshot's: every id must name a record (S57)."""
+    edges = graph.edges if graph.upgraded_from is None else EdgesAnyVersion(graph)  # v2 ids (ADR 0021)
     for name, segment in segments:
         for table, pairs, what in (("nodes", segment.walks, "walks"), ("edges", segment.traversals, "traversals")):
-            held = getattr(graph, table)
+            held = edges if table == "edges" else graph.nodes
             for index, (item_id, _) in enumerate(pairs):
                 if item_id not in held:
                     raise SessionFileError(
@@ -74,7 +77,7 @@ def _counters(graph: ContextGraph, segments: list[tuple[str, Segment]]) -> None:
         for node_id, count in segment.walks:
             graph.nodes[node_id].walks = count
         for edge_id, count in segment.traversals:
-            graph.edges[edge_id].traversals = count
+            edges[edge_id].traversals = count
 
 
 def _changed(segments: list[tuple[str, Segment]]) -> GraphChanges:
@@ -92,7 +95,7 @@ def _replayed_graph(manifest: Manifest, raw: bytes, segments: list[tuple[str, Se
     name = manifest.graph.name
     try:
         with collector_paused():
-            document = loads(raw)
+            document = graph_document(raw)  # one document, or bounded parts (graph-v3.md section 13)
     except InputError as exc:
         raise _in_file(name, exc) from None
     try:

@@ -213,7 +213,8 @@ class Session:
             trusted_keys=trusted_keys,
             **stored,
         )
-        if not read_only:
+        # An upgraded graph's next commit writes a v3 snapshot, not a journal over the v2 one (ADR 0021).
+        if not read_only and session.graph.upgraded_from is None:
             session._journal = JournalState.loaded(
                 directory, loaded.manifest, session.graph, session.resolver, loaded.journal
             )

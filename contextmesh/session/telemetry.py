@@ -15,12 +15,15 @@ size costs no work.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from contextmesh.core.canonical import file_bytes, loads
 from contextmesh.core.errors import SnapshotError
 from contextmesh.core.graph import ContextGraph
 from contextmesh.formats.graph_file import collector_paused, graph_to_dict
+from contextmesh.formats.graph_parts import graph_bytes
+from contextmesh.formats.graph_upgrade import EdgesAnyVersion
 from contextmesh.formats.records import check_header, exact_keys, expect_dict, expect_list
 
 __all__ = [
@@ -45,7 +48,7 @@ def dump_structure(graph: ContextGraph) -> bytes:
             node["walks"] = 0
         for edge in data["edges"]:
             edge["traversals"] = 0
-        return file_bytes(data)
+        return graph_bytes(data)  # one document, or bounded parts at 10^6 (graph-v3.md section 13)
 
 
 def dump_telemetry(graph: ContextGraph) -> bytes:
@@ -60,7 +63,7 @@ def dump_telemetry(graph: ContextGraph) -> bytes:
     )
 
 
-def _pairs(value: Any, path: str, known: dict[str, Any], what: str) -> dict[str, int]:
+def _pairs(value: Any, path: str, known: Mapping[str, Any], what: str) -> dict[str, int]:
     found: dict[str, int] = {}
     for index, item in enumerate(expect_list(value, path)):
         where = f"{path}[{index}]"
@@ -71,6 +74,7 @@ def _pairs(value: Any, path: str, known: dict[str, Any], what: str) -> dict[str,
             raise SnapshotError(f"{where}[0]", repr(item_id)[:60], f"an id among the graph's {what}s")
         if type(count) is not int or count < 0:
             raise SnapshotError(f"{where}[1]", repr(count)[:60], "a counter is an integer of at least 0")
+        item_id = known[item_id].id  # an upgraded graph's edge may be named by its v2 id (ADR 0021)
         if item_id in found:
             raise SnapshotError(f"{where}[0]", repr(item_id)[:60], f"each {what} is listed at most once")
         found[item_id] = count
@@ -82,7 +86,8 @@ def parse_telemetry(data: bytes, graph: ContextGraph) -> tuple[dict[str, int], d
     top = expect_dict(loads(data), "$")
     check_header(top, TELEMETRY_SCHEMA, TELEMETRY_VERSION, original_versions=())
     exact_keys(top, _FIELDS, "$")
-    return _pairs(top["nodes"], "nodes", graph.nodes, "node"), _pairs(top["edges"], "edges", graph.edges, "edge")
+    edges = graph.edges if graph.upgraded_from is None else EdgesAnyVersion(graph)
+    return _pairs(top["nodes"], "nodes", graph.nodes, "node"), _pairs(top["edges"], "edges", edges, "edge")
 
 
 def check_zeroed(graph: ContextGraph) -> None:

@@ -361,8 +361,8 @@ def _add_random_edges(graph: ContextGraph, pools: dict[str, list[str]], wanted: 
         try:
             graph.add_edge(src, edge_type, dst, evidence_ids=evidence, weight=weight)
         except IdentityError:
-            # Edge ids carry a 6-hex-digit hash; two different edges out of one hub can share an
-            # id, and the graph refuses the second (GRAPH.md rule 9). Skipping it is deterministic.
+            # Two edges share an id only if two node ids share 64 bits of SHA-1 (ADR 0021); the
+            # graph refuses the second (GRAPH.md rule 9), and skipping it is deterministic.
             continue
 
 

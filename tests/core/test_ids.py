@@ -62,8 +62,11 @@ def test_slug_is_a_pure_function() -> None:
     assert slug("same text", "claim") != slug("same text", "source")
 
 
-def test_edge_id_is_the_slug_of_src_type_dst() -> None:
-    assert edge_id("a", "cites", "b") == slug("a|cites|b", "edge")
+def test_edge_id_is_the_slug_body_then_the_endpoints_and_type_tails() -> None:
+    # ADR 0021: the body of slug("a|cites|b"), then 16 hex of SHA-1("a"), 4 of "cites", 16 of "b".
+    sha1 = lambda text: hashlib.sha1(text.encode(), usedforsecurity=False).hexdigest()  # noqa: E731
+    body = slug("a|cites|b", "edge").rsplit("-", 1)[0]
+    assert edge_id("a", "cites", "b") == f"{body}-{sha1('a')[:16]}{sha1('cites')[:4]}{sha1('b')[:16]}"
     assert edge_id("a", "cites", "b") == edge_id("a", "cites", "b")
     assert edge_id("a", "cites", "b").startswith("edge:")
 

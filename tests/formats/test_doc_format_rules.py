@@ -23,7 +23,7 @@ ROOT = Path(__file__).resolve().parents[2]
 FORMATS = ROOT / "docs" / "formats"
 # Which page defines the rules of each prefix.
 PAGES = {
-    "G": "graph-v2.md",
+    "G": "graph-v3.md",
     "R": "resolver-v2.md",
     "E": "execution-v2.md",
     "L": "runledger-v2.md",

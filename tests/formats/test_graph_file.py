@@ -142,9 +142,8 @@ def test_ontology_digest_is_sha256_over_rfc8785_of_the_tables() -> None:
 
 def test_every_edge_id_is_recomputable_from_its_endpoints() -> None:
     for edge in cases.document()["edges"]:
-        text = f"{edge['src']}|{edge['type']}|{edge['dst']}"
-        tail = hashlib.sha1(text.encode(), usedforsecurity=False).hexdigest()[:6]
-        assert edge["id"].endswith(f"-{tail}")
+        sha1 = [hashlib.sha1(edge[k].encode(), usedforsecurity=False).hexdigest() for k in ("src", "type", "dst")]
+        assert edge["id"].endswith(f"-{sha1[0][:16]}{sha1[1][:4]}{sha1[2][:16]}")  # ADR 0021
         assert edge["id"] == edge_id(edge["src"], edge["type"], edge["dst"])
 
 
