@@ -42,6 +42,7 @@ from contextmesh.execution.snapshot import dump_plan
 from contextmesh.execution.task_registry import TaskRegistry
 from contextmesh.formats.resolver_file import dump_resolver
 from contextmesh.formats.run_ledger import RunLedger
+from contextmesh.knowledge.embed import Embedder
 from contextmesh.knowledge.flat_baseline import FlatBaseline
 from contextmesh.knowledge.health import HealthReport, check
 from contextmesh.knowledge.resolve import Resolver
@@ -91,6 +92,7 @@ class Session:
     runner: Plan | None = None
     registry: TaskRegistry | None = None
     flat: FlatBaseline | None = None
+    embedder: Embedder | None = None  # what embeds questions and ingested text (None: the hashed default)
     policy: str = "every-ask"
     read_only: bool = False
     trusted_keys: tuple[NoteVerifier, ...] = ()  # pinned at load; a reload pins them again
@@ -110,7 +112,7 @@ class Session:
     def __post_init__(self) -> None:
         if self.policy not in POLICIES:
             raise SessionError(f"checkpoint policy {self.policy!r} is not one of {list(POLICIES)}")
-        self.walker = Walker(self.graph, self.resolver, settings=self.settings, flat=self.flat)
+        self.walker = Walker(self.graph, self.resolver, embedder=self.embedder, settings=self.settings, flat=self.flat)
 
     # -- creating and loading -------------------------------------------------------------
 
@@ -154,6 +156,7 @@ class Session:
         flat: FlatBaseline | None = None,
         policy: str = "every-ask",
         trusted_keys: Sequence[NoteVerifier] = (),
+        embedder: Embedder | None = None,
     ) -> Session:
         """Load the newest whole generation of ``directory`` (untrusted input, fully checked).
 
@@ -164,12 +167,24 @@ class Session:
         pinned = tuple(trusted_keys)
         loaded = load_directory(directory, registry=registry, trusted_keys=pinned)
         return cls._from_loaded(
-            directory, loaded, registry=registry, flat=flat, policy=policy, read_only=False, trusted_keys=pinned
+            directory,
+            loaded,
+            registry=registry,
+            flat=flat,
+            policy=policy,
+            read_only=False,
+            trusted_keys=pinned,
+            embedder=embedder,
         )
 
     @classmethod
     def open_readonly(
-        cls, directory: Path, *, flat: FlatBaseline | None = None, trusted_keys: Sequence[NoteVerifier] = ()
+        cls,
+        directory: Path,
+        *,
+        flat: FlatBaseline | None = None,
+        trusted_keys: Sequence[NoteVerifier] = (),
+        embedder: Embedder | None = None,
     ) -> Session:
         """Load ``directory`` to read it, never to write it, with no registry.
 
@@ -181,7 +196,14 @@ class Session:
         pinned = tuple(trusted_keys)
         loaded = load_directory(directory, read_only=True, trusted_keys=pinned)
         return cls._from_loaded(
-            directory, loaded, registry=None, flat=flat, policy="never", read_only=True, trusted_keys=pinned
+            directory,
+            loaded,
+            registry=None,
+            flat=flat,
+            policy="never",
+            read_only=True,
+            trusted_keys=pinned,
+            embedder=embedder,
         )
 
     @classmethod
@@ -195,6 +217,7 @@ class Session:
         policy: str,
         read_only: bool,
         trusted_keys: tuple[NoteVerifier, ...],
+        embedder: Embedder | None = None,
     ) -> Session:
         stored = {f.name: getattr(loaded.manifest, f.metadata["manifest"]) for f in _STORED_FIELDS}
         session = cls(
@@ -207,6 +230,7 @@ class Session:
             policy=policy,
             read_only=read_only,
             trusted_keys=trusted_keys,
+            embedder=embedder,
             **stored,
         )
         if not read_only:
@@ -217,9 +241,16 @@ class Session:
 
     def _reload(self, directory: Path) -> Session:
         if self.read_only:
-            return Session.open_readonly(directory, flat=self.flat, trusted_keys=self.trusted_keys)
+            return Session.open_readonly(
+                directory, flat=self.flat, trusted_keys=self.trusted_keys, embedder=self.embedder
+            )
         return Session.load(
-            directory, registry=self.registry, flat=self.flat, policy=self.policy, trusted_keys=self.trusted_keys
+            directory,
+            registry=self.registry,
+            flat=self.flat,
+            policy=self.policy,
+            trusted_keys=self.trusted_keys,
+            embedder=self.embedder,
         )
 
     def _refuse_write(self, what: str) -> None:
