@@ -91,9 +91,15 @@ class Project:
     def embedder(self) -> Embedder:
         """The chosen embedder (a model is read on first use, then the same object)."""
         if "embedder" not in self._embedders:
-            from contextmesh.knowledge.sentence_model import embedder_for  # noqa: PLC0415
+            spec = self.embedder_spec
+            if spec == "hashed":  # the default imports no model code (a CLI ask's start-up)
+                from contextmesh.knowledge.embed import HashedEmbedder  # noqa: PLC0415
 
-            self._embedders["embedder"] = embedder_for(self.embedder_spec)
+                self._embedders["embedder"] = HashedEmbedder()
+            else:
+                from contextmesh.knowledge.sentence_model import embedder_for  # noqa: PLC0415
+
+                self._embedders["embedder"] = embedder_for(spec)
         return self._embedders["embedder"]
 
     @property
