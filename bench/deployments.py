@@ -2,6 +2,7 @@
 
     .venv/bin/python bench/deployments.py [--repeat 3] [--interval 600] [--react 0.1] [--poll 1]
                                           [--runner] [--triggers run-deployment,automation] [--no-full-loop]
+                                          [--variants default,tuned] [--deadline 120] [--hangs DIR]
 
 The reported figure of issues 20 and the deployments issue. A managed Prefect server (SQLite, no
 UI) is started in a temporary ``$CONTEXTMESH_HOME`` on a free loopback port and stopped at the end.
@@ -43,6 +44,13 @@ Prefect automation on the ``contextmesh.assumption.disproved`` event). Per varia
    dispatch to the served deployments and wait); t0 → that resume flow run COMPLETED, and the
    repair+resume part alone (first CLI call → COMPLETED, both CLI start-ups included);
 5. serve.py gets SIGTERM (then SIGKILL after 40 s) and the next variant starts.
+
+A repetition whose closure is not Completed within ``--deadline`` seconds of the advisory (or whose
+repair or resume CLI call overruns) is a hang, not a wait: the bench sends serve.py ``SIGUSR1``
+(``contextmesh.orchestration.stack_dumps``: every thread's and asyncio task's stack to its log) and
+keeps ``<rep>-stacks.txt``, ``<rep>-serve.log`` and ``<rep>-api.json`` (the session's runs with
+their state history, the concurrency limits) under ``--hangs``; the sample is marked HUNG and the
+next one starts. ``--variants tuned`` runs only the tuned variant (to hunt a hang).
 
 Printed: every sample, then p50 / min / max per variant, and the load average (1, 5, 15 min)
 before and after. All times are wall clock on one machine: this process's ``time.time()`` for t0,
@@ -87,6 +95,7 @@ REPAIR = ("hashing", "auth.hash.bcrypt.v1", "bcrypt has no open advisory")
 POLL_SETTING = "PREFECT_RUNNER_POLL_FREQUENCY"
 REACT_SETTING = "CONTEXTMESH_REACT_SECONDS"
 WARM_SETTING = "CONTEXTMESH_WARM_RUNS"
+DISPATCH_SETTING = "CONTEXTMESH_DISPATCH"
 TERMINAL = frozenset({"COMPLETED", "FAILED", "CANCELLED", "CRASHED"})
 
 
@@ -160,10 +169,13 @@ class Api:
 # -- one served session ---------------------------------------------------------------------------
 
 
-def cli(home: Path, *args: str, timeout: float = 300.0) -> dict[str, Any]:
-    """Run ``contextmesh ARGS --json`` as a person would; its JSON answer."""
+def cli(home: Path, *args: str, timeout: float = 300.0, dispatch: str | None = None) -> dict[str, Any]:
+    """Run ``contextmesh ARGS --json`` as a person would (``dispatch``: its CONTEXTMESH_DISPATCH); its JSON answer."""
     env = {**os.environ, "CONTEXTMESH_HOME": str(home)}
     env.pop("PREFECT_API_URL", None)
+    env.pop(DISPATCH_SETTING, None)
+    if dispatch is not None:
+        env[DISPATCH_SETTING] = dispatch
     done = subprocess.run(
         [sys.executable, "-m", "contextmesh", *args, "--json"],
         cwd=ROOT,
@@ -203,6 +215,33 @@ class Served:
         with contextlib.suppress(subprocess.TimeoutExpired):
             self.process.wait(timeout=10)
         return time.monotonic() - start
+
+    def dump_stacks(self, settle: float = 3.0) -> str:
+        """SIGUSR1 (serve's faulthandler and asyncio-task dump, ``stack_dumps``); the log's dump part."""
+        before = self.log.stat().st_size if self.log.exists() else 0
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(self.process.pid, signal.SIGUSR1)
+        time.sleep(settle)  # the asyncio part is written when serve's main thread next runs bytecode
+        with self.log.open("rb") as log:
+            log.seek(before)
+            return log.read().decode("utf-8", "replace")
+
+
+def hang_report(api: Api, served: Served, where: Path, what: str) -> Path:
+    """A repetition overran its deadline: serve's stacks, its log and the session's runs, kept in ``where``."""
+    where.mkdir(parents=True, exist_ok=True)
+    stem = where / served.log.stem.removesuffix("-serve")
+    Path(f"{stem}-stacks.txt").write_text(served.dump_stacks())
+    shutil.copy(served.log, f"{stem}-serve.log")
+    runs = []
+    for flow in (RECHECK_FLOW, PLAN_FLOW, "contextmesh-repair"):
+        for run in api.flow_runs(served.session_id, flow):
+            runs.append({**run, "history": api.states(run["id"])})
+    limits = api.client.post("/v2/concurrency_limits/filter", json={}).json()
+    document = {"what": what, "load_average": load_average(), "runs": runs, "global_concurrency_limits": limits}
+    Path(f"{stem}-api.json").write_text(json.dumps(document, indent=1, default=str))
+    _say(f"HANG: {what}; stacks, log and runs kept as {stem}-*")
+    return Path(f"{stem}-stacks.txt")
 
 
 def serve_session(
@@ -307,23 +346,36 @@ class Sample:
     notes: list[str] = field(default_factory=list)
 
 
-def repair_and_resume(home: Path, served: Served, api: Api) -> tuple[float, dict[str, Any]]:
+def repair_and_resume(
+    home: Path, served: Served, api: Api, dispatch: str | None = None
+) -> tuple[float, dict[str, Any]]:
     """``contextmesh repair`` then ``contextmesh resume`` on the served session; (start, resume run)."""
     task, key, assumes = REPAIR
     started = time.time()
     session, feed = str(served.session), str(served.feed)
-    cli(home, "repair", task, "--worker-key", key, "--assumes", assumes, "--session", session, "--feed", feed)
-    answer = cli(home, "resume", "--session", session, "--feed", feed)
+    repair = ("repair", task, "--worker-key", key, "--assumes", assumes, "--session", session, "--feed", feed)
+    cli(home, *repair, dispatch=dispatch)
+    answer = cli(home, "resume", "--session", session, "--feed", feed, dispatch=dispatch)
     run = api.flow_run(answer["dispatched"]["flow_run_id"])
     return started, run
 
 
-def measure(api: Api, served: Served, variant: str, *, full_loop: bool, timeout: float) -> Sample:
-    """Steps 2–4 of the module docstring on a session that serve.py already serves."""
+def measure(
+    api: Api,
+    served: Served,
+    variant: str,
+    *,
+    full_loop: bool,
+    timeout: float,
+    deadline: float | None = None,
+    dispatch: str | None = None,
+) -> Sample:
+    """Steps 2–4 of the module docstring on a session that serve.py already serves (``deadline``: for
+    the closure, ``timeout`` by default)."""
     reacting(served, timeout)
     t0 = time.time()
     publish(served.feed, "argon2-cffi", ADVISORY_TEXT)
-    resume = resume_after(api, served, t0, timeout)
+    resume = resume_after(api, served, t0, deadline or timeout)
     notes = [] if resume["state_type"] == "COMPLETED" else [f"resume ended {resume['state_name']}"]
     recheck = disproving_recheck(api, served, resume) or {}
     r_start, r_end = _epoch(recheck.get("start_time")), _epoch(recheck.get("end_time"))
@@ -333,7 +385,7 @@ def measure(api: Api, served: Served, variant: str, *, full_loop: bool, timeout:
     pending = states.get("Pending", float("nan"))
     sample.pickup, sample.spawn = pending - _epoch(resume["created"]), states.get("Running", float("nan")) - pending
     if full_loop and not notes:
-        began, final = repair_and_resume(served.home, served, api)
+        began, final = repair_and_resume(served.home, served, api, dispatch)
         if final["state_type"] != "COMPLETED":
             sample.notes.append(f"repaired resume ended {final['state_name']}")
         sample.full = _epoch(final["end_time"]) - t0
@@ -401,6 +453,35 @@ def report(samples: list[Sample], variants: list[str]) -> None:
         print(f"    {column.ljust(20)}" + "".join(row))
 
 
+Variant = tuple[str, bool, int | None, float | None, str]  # trigger, warm, runner poll, react, dispatch
+
+
+def _variants(parser: argparse.ArgumentParser, args: argparse.Namespace) -> tuple[list[Variant], list[str]]:
+    """Every variant the options name, and its printed name."""
+    chosen = [v for v in args.variants.split(",") if v]
+    if not chosen or not set(chosen) <= {"default", "tuned"}:
+        parser.error(f"--variants {args.variants}: default and/or tuned")
+    triggers = [t for t in args.triggers.split(",") if t]
+    if not set(triggers) <= {"run-deployment", "automation"} or not triggers:
+        parser.error(f"--triggers {args.triggers}: run-deployment and/or automation")
+    dispatches = [d for d in args.dispatch.split(",") if d]
+    if not dispatches or not set(dispatches) <= {"http", "prefect"}:
+        parser.error(f"--dispatch {args.dispatch}: http and/or prefect")
+    # (warm, runner poll, react): serve's defaults; tuned; and with --runner Prefect's runner doing the
+    # running (a subprocess per flow run) at its default poll and at --poll, for the side-by-side.
+    tunings: list[tuple[bool, int | None, float | None]] = []
+    for warm in (True, False) if args.runner else (True,):
+        tunings += [(warm, None, None)] if "default" in chosen else []
+        tunings += [(warm, args.poll, args.react)] if "tuned" in chosen else []
+    variants = [(t, w, p, r, d) for t in triggers for w, p, r in tunings for d in dispatches]
+    names = [
+        f"{t} · {'warm' if w else 'runner'} · {'default' if p is None else f'react {r:g} s, poll {p} s'}"
+        + (f" · CLI over {'HTTP' if d == 'http' else 'Prefect client'}" if len(dispatches) > 1 else "")
+        for t, w, p, r, d in variants
+    ]
+    return variants, names
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--repeat", type=int, default=3, help="repetitions of every variant (interleaved)")
@@ -412,21 +493,25 @@ def main() -> int:
     parser.add_argument("--no-full-loop", action="store_true", help="skip repair + resume after the closure")
     parser.add_argument("--timeout", type=float, default=300.0, help="seconds to wait for any one step")
     parser.add_argument("--keep", action="store_true", help="keep the temporary directory (logs, sessions)")
+    parser.add_argument("--variants", default="default,tuned", help="comma-separated: default,tuned (serve's settings)")
+    parser.add_argument(
+        "--deadline",
+        type=float,
+        default=120.0,
+        help="seconds from the advisory to the closure before serve's stacks are dumped",
+    )
+    parser.add_argument(
+        "--dispatch",
+        default="http",
+        help=f"comma-separated {DISPATCH_SETTING} of the repair and resume CLI calls: http (no Prefect), prefect",
+    )
+    parser.add_argument(
+        "--hangs", type=Path, help="where an overrun's stacks, log and runs go (default: a new temp dir)"
+    )
     args = parser.parse_args()
-    triggers = [t for t in args.triggers.split(",") if t]
-    if not set(triggers) <= {"run-deployment", "automation"} or not triggers:
-        parser.error(f"--triggers {args.triggers}: run-deployment and/or automation")
-    # (warm, runner poll, react): serve's defaults; tuned; and with --runner Prefect's runner doing the
-    # running (a subprocess per flow run) at its default poll and at --poll, for the side-by-side.
-    tunings: list[tuple[bool, int | None, float | None]] = [(True, None, None), (True, args.poll, args.react)]
-    if args.runner:
-        tunings += [(False, None, None), (False, args.poll, args.react)]
-    variants = [(t, w, p, r) for t in triggers for w, p, r in tunings]
-    names = [
-        f"{t} · {'warm' if w else 'runner'} · {'default' if p is None else f'react {r:g} s, poll {p} s'}"
-        for t, w, p, r in variants
-    ]
+    variants, names = _variants(parser, args)
     workdir = Path(tempfile.mkdtemp(prefix="cm-bench-deployments-"))
+    hangs = args.hangs or Path(tempfile.gettempdir()) / f"cm-bench-hangs-{workdir.name.rsplit('-', 1)[-1]}"
     print(f"bench/deployments.py: serve.py --interval {args.interval:g}; variants {', '.join(names)}")
     print(f"load average before: {load_average()}")
     samples: list[Sample] = []
@@ -435,7 +520,7 @@ def main() -> int:
             api = Api(info.api_url)
             _say(f"managed server {info.api_url} (home {workdir / 'home'})")
             for rep in range(args.repeat):
-                for (trigger, warm, poll, react), name in zip(variants, names, strict=True):
+                for (trigger, warm, poll, react, dispatch), name in zip(variants, names, strict=True):
                     served = serve_session(
                         workdir / "home",
                         workdir,
@@ -444,11 +529,22 @@ def main() -> int:
                         poll=poll,
                         react=react,
                         warm=warm,
-                        name=f"r{rep}-{trigger}-{'warm' if warm else 'runner'}-{poll or 'default'}",
+                        name=f"r{rep}-{trigger}-{'warm' if warm else 'runner'}-{poll or 'default'}-{dispatch}",
                     )
                     try:
-                        sample = measure(api, served, name, full_loop=not args.no_full_loop, timeout=args.timeout)
-                    except (RuntimeError, TimeoutError) as exc:
+                        sample = measure(
+                            api,
+                            served,
+                            name,
+                            full_loop=not args.no_full_loop,
+                            timeout=args.timeout,
+                            deadline=args.deadline,
+                            dispatch=dispatch,
+                        )
+                    except (TimeoutError, subprocess.TimeoutExpired) as exc:
+                        dumped = hang_report(api, served, hangs, f"rep {rep + 1} {name}: {exc}")
+                        sample = Sample(name, *([float("nan")] * 5), notes=[f"HUNG ({exc}); stacks in {dumped}"])
+                    except RuntimeError as exc:
                         sample = Sample(name, *([float("nan")] * 5), notes=[str(exc)[:200]])
                     finally:
                         stopped = served.stop()

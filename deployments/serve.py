@@ -38,6 +38,7 @@ from contextmesh.core.errors import ContextMeshError  # noqa: E402
 from contextmesh.orchestration import local_server as server  # noqa: E402
 from contextmesh.orchestration import served_record as served  # noqa: E402
 from contextmesh.orchestration.settings import prepare_environment  # noqa: E402
+from contextmesh.orchestration.stack_dumps import dump_stacks_on_signal  # noqa: E402
 
 PLAN, RECHECK, REPAIR = "contextmesh-plan/plan", "contextmesh-recheck/recheck", "contextmesh-repair/repair"
 EVENT = "contextmesh.assumption.disproved"
@@ -94,6 +95,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     session_dir = args.session.resolve()
     feed = str(args.feed.resolve()) if args.feed else None
     prepare_environment()
+    dump_stacks_on_signal()  # `kill -USR1 <pid>`: where every thread and asyncio task is (issue 20)
     try:
         api_url = _api_url()
     except ContextMeshError as exc:
@@ -102,7 +104,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     os.environ["PREFECT_API_URL"] = api_url  # before Prefect is imported: the runner's subprocesses inherit it
     os.chdir(ROOT)  # the runner starts each flow run here: entrypoints are flows/<name>.py
 
-    from prefect import serve  # noqa: PLC0415
     from prefect.client.schemas.objects import ConcurrencyLimitConfig, ConcurrencyLimitStrategy  # noqa: PLC0415
     from prefect.events import DeploymentEventTrigger  # noqa: PLC0415
 
@@ -148,14 +149,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         session_id, str(session_dir), api_url, PLAN, RECHECK, REPAIR, args.trigger, os.getpid()
     )
     from contextmesh.orchestration.reactor import RUNNER_POLL_WHEN_WARM, Reactor, react_seconds, reacts, warm_runs  # noqa: PLC0415
+    from contextmesh.orchestration.run_watch import RunWatch, finish_seconds, start_seconds  # noqa: PLC0415
+    from contextmesh.orchestration.runner_loop import serve_deployments  # noqa: PLC0415
 
     try:
         tick, warm, react = react_seconds(), warm_runs(), reacts()
+        watch = RunWatch(start_seconds(), finish_seconds())  # a stuck in-process run is failed (issue 20)
     except ContextMeshError as exc:
         _say(str(exc))
         return 1
     # Registered before the served record appears, so a CLI or MCP dispatch that reads the record
-    # finds the deployments; serve() applies them again (an upsert) when its runner starts.
+    # finds the deployments; the runner applies them again (an upsert) when it starts.
     ids = {
         role: deployment.apply() for role, deployment in zip(("plan", "recheck", "repair"), deployments, strict=True)
     }
@@ -174,6 +178,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         tick=tick,
         warm=warm,
         react=react,
+        watch=watch,
     )
     served.remember(record)
     reactor.start()
@@ -188,7 +193,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         # the slot would have been free by its due time (ADR 0016). On-demand runs are due at once.
         # With warm runs the reactor runs every due run; the runner keeps the schedules (ADR 0017).
         runner_poll: dict[str, Any] = {"query_seconds": RUNNER_POLL_WHEN_WARM} if warm else {}
-        serve(*deployments, limit=args.limit, print_starting_message=False, prefetch_seconds=0, **runner_poll)
+        # Not prefect.serve: it registers the deployments on Prefect's global loop, which can deadlock
+        # a warm run that starts meanwhile (issue 20, runner_loop); this registers them on our own.
+        serve_deployments(deployments, limit=args.limit, prefetch_seconds=0, **runner_poll)
     finally:
         reactor.stop()
         served.forget(session_id, pid=os.getpid())

@@ -1,20 +1,27 @@
 """The ContextMesh contender: the plan as a session, run and rerun by the Prefect flows.
 
 Every task is declared on a :class:`~contextmesh.execution.plan.Plan` with the statement it
-assumes (``fact <f> is <v>``, shared by every task declaring the same fact), the tasks it needs and
-one artefact; one registered worker key runs :func:`invalidation.world.evaluate` for the task
-named in its context, and the first task declaring each fact carries the fact auditor.
+assumes (``fact <f> is <v>``, or ``fact <f> is in 30..39`` for a fact read in buckets; shared by
+every task declaring the same fact), the tasks it needs and one artefact; one registered worker
+key runs :func:`invalidation.world.evaluate` for the task named in its context, and the first task
+declaring each fact carries the fact auditor. The auditor declares what it watches, as
+``docs/api.md`` tells a user to (ADR 0019): a fingerprint of the submitted observations of *its*
+fact, so a recheck runs only the auditors of facts something was observed about.
 
 A world change is rerun the way an agent would: the changed facts are **submitted as evidence**
 (raw observations, :func:`contextmesh.belief.evidence.submit`), the **recheck flow** runs the standing
 auditors, each of which disproves its ground by citing the observation that contradicts it, the
 tasks whose ground was rejected are **repaired** onto ``fact <f> is <new value>`` (an engine call,
-committed by compare-and-swap), and the **plan flow resumes**: only the stale tasks execute.
+committed by compare-and-swap; skipped when the recheck disproved nothing, as an agent reading
+its report would), and the **plan flow resumes**: only the stale tasks execute.
 
 Early cutoff is on (ADR 0018): a stale task whose inputs come back unchanged is revalidated, not
 re-run. A second session declares the same plan with workers that make their undeclared read
 through ``ctx.read`` (the *tracked* variant of case (b)): the resume's round re-reads those facts
-and re-runs exactly their readers.
+and re-runs exactly their readers. A third states every coarse fact's ground at its exact value
+(the *exact* variant of case (c), the formulation before ADR 0026): a move inside the bucket
+disproves it, the declarers re-run to their old outputs, and early cutoff revalidates their
+dependents.
 
 What it reports besides the counts: whether every task that fell carries a reason chain starting
 at its rejected assumption (or, for a tracked read, at the fact), and whether the session's run
@@ -39,16 +46,18 @@ from contextmesh.core.graph import ContextGraph
 from contextmesh.execution.context import AuditContext, RunContext, Verdict
 from contextmesh.execution.plan import Plan
 from contextmesh.execution.task_registry import TaskRegistry
+from contextmesh.execution.watch import WatchContext
 from contextmesh.knowledge.resolve import Resolver
 from contextmesh.session.commit import latest_generation
 from contextmesh.session.layout import manifest_name
 from contextmesh.session.session import Session
-from invalidation.world import WorldPlan, evaluate, parse_statement, statement
+from invalidation.world import WorldPlan, evaluate, ground, parse_statement
 
 PLAN = "invalidation-bench"
 WORKER_KEY = "bench.invalidation.work.v1"
 TRACKED_WORKER_KEY = "bench.invalidation.work-tracked.v1"
 AUDITOR_KEY = "bench.invalidation.audit-fact.v1"
+BLIND_AUDITOR_KEY = "bench.invalidation.audit-fact-blind.v1"  # the same auditor, declaring nothing
 FACT_SOURCE = "bench.invalidation.world.v1"
 VERIFIER = Path(__file__).resolve().parents[2] / "tools" / "verify_runledger.py"
 
@@ -113,14 +122,26 @@ def tracked_worker(
     return work
 
 
+def _observations(fact: str, evidence: Any) -> list[Any]:
+    return [e for e in evidence if e.metadata.get("kind") == "fact" and e.metadata.get("fact") == fact]
+
+
 def fact_auditor(ctx: AuditContext) -> Verdict:
-    """Disprove ``fact <f> is <v>`` by citing a submitted observation of ``f`` with another value."""
-    fact, value = parse_statement(ctx.assumption)
-    for evidence in ctx.evidence:
-        meta = evidence.metadata
-        if meta.get("kind") == "fact" and meta.get("fact") == fact and meta.get("value") != value:
-            return ctx.disproved(f"{fact} was observed at {meta.get('value')}, not {value}", cite=evidence.id)
-    return ctx.ok(f"no observation contradicts {fact} = {value}")
+    """Disprove ``fact <f> is <v>`` (or ``is in <lo>..<hi>``) by citing a submitted observation of
+    ``f`` at a value the statement does not allow."""
+    fact, low, high = parse_statement(ctx.assumption)
+    for evidence in _observations(fact, ctx.evidence):
+        value = evidence.metadata.get("value")
+        if not (isinstance(value, int) and low <= value <= high):
+            allowed = str(low) if low == high else f"in {low}..{high}"
+            return ctx.disproved(f"{fact} was observed at {value}, not {allowed}", cite=evidence.id)
+    return ctx.ok(f"no observation contradicts {ctx.assumption.removeprefix('fact ')}")
+
+
+def watched_observations(ctx: WatchContext) -> str:
+    """What the fact auditor reads, as a fingerprint: the ids of the observations of its fact."""
+    fact, _, _ = parse_statement(ctx.assumption)
+    return ",".join(e.id for e in _observations(fact, ctx.evidence))
 
 
 def registry_for(plan: WorldPlan, world: Mapping[str, int], calls: Calls, delay: float) -> TaskRegistry:
@@ -129,32 +150,50 @@ def registry_for(plan: WorldPlan, world: Mapping[str, int], calls: Calls, delay:
     registry = TaskRegistry()
     registry.register_worker(WORKER_KEY, worker(plan, world, calls, delay))
     registry.register_worker(TRACKED_WORKER_KEY, tracked_worker(plan, world, calls, delay))
-    registry.register_auditor(AUDITOR_KEY, fact_auditor)
+    registry.register_auditor(AUDITOR_KEY, fact_auditor, watches=watched_observations)
+    registry.register_auditor(BLIND_AUDITOR_KEY, fact_auditor)
     registry.register_fact(FACT_SOURCE, lambda fact: world[fact])
     return registry
 
 
-def declare(runner: Plan, plan: WorldPlan, *, tracked: bool = False) -> None:
+def stated_ground(plan: WorldPlan, name: str, world: Mapping[str, int], *, exact: bool = False) -> str:
+    """The ground task ``name`` declares on ``world``: at the granularity it reads, or (``exact``)
+    at the exact value even for a coarse fact."""
+    spec = plan.spec(name)
+    return ground(spec.fact, world[spec.fact], coarse=spec.coarse and not exact)
+
+
+def declare(runner: Plan, plan: WorldPlan, *, tracked: bool = False, blind: bool = False, exact: bool = False) -> None:
     """Declare every task of ``plan`` on ``runner`` with the same dependency information the plain
-    contender gets: its assumption (one fact) and its needs. ``tracked``: the workers make their
-    undeclared reads through ``ctx.read``, which the engine records (the plain contender has no way to)."""
+    contender gets: its assumption (one fact, at the granularity the task reads it) and its needs.
+    ``tracked``: the workers make their undeclared reads through ``ctx.read``, which the engine
+    records (the plain contender has no way to). ``blind``: the auditors declare nothing they watch.
+    ``exact``: a coarse fact's ground is stated at its exact value, not its bucket."""
     audited: set[str] = set()
     for spec in plan.tasks:
         runner.task(
             spec.name,
-            assumes=statement(spec.fact, plan.world[spec.fact]),
+            assumes=stated_ground(plan, spec.name, plan.world, exact=exact),
             worker_key=TRACKED_WORKER_KEY if tracked else WORKER_KEY,
-            auditor_key=None if spec.fact in audited else AUDITOR_KEY,
+            auditor_key=None if spec.fact in audited else BLIND_AUDITOR_KEY if blind else AUDITOR_KEY,
             needs=spec.needs,
             produces=[f"artefact of {spec.name}"],
         )
         audited.add(spec.fact)
 
 
-def create_session(directory: Path, plan: WorldPlan, registry: TaskRegistry, *, tracked: bool = False) -> None:
+def create_session(
+    directory: Path,
+    plan: WorldPlan,
+    registry: TaskRegistry,
+    *,
+    tracked: bool = False,
+    blind: bool = False,
+    exact: bool = False,
+) -> None:
     """A new session directory holding the declared plan (nothing run)."""
     runner = Plan(PLAN, ContextGraph(), registry=registry)
-    declare(runner, plan, tracked=tracked)
+    declare(runner, plan, tracked=tracked, blind=blind, exact=exact)
     Session.create(directory, Session(runner.graph, Resolver(), runner=runner, registry=registry))
 
 
@@ -213,12 +252,15 @@ def rerun(
     flows: tuple[Any, Any],
     quiet: Callable[[str, int], None],
     clock: Callable[[], float] = time.process_time,
+    *,
+    exact: bool = False,
 ) -> MeshRerun:
     """Evidence → recheck flow (disproof) → repair → resume flow, on a session already run once.
 
     ``world`` must already hold the changed values; ``quiet(flow_run_id, task_runs)`` waits until
     the server has recorded a flow run, so each step is timed from a quiet client. ``clock`` gives
-    CPU seconds; the rerun's CPU (evidence to the resume recorded) is ``MeshRerun.cpu``.
+    CPU seconds; the rerun's CPU (evidence to the resume recorded) is ``MeshRerun.cpu``. ``exact``:
+    the session states coarse grounds exactly (:func:`declare`), and the repair does too.
     """
     plan_flow, recheck_flow = flows
     calls.take()
@@ -251,12 +293,12 @@ def rerun(
         assert runner is not None
         for name, task in runner.tasks.items():
             if runner.graph.assumptions[task.assumption_id].status != "active":
-                fact = plan.spec(name).fact
-                runner.repair(name, assumes=statement(fact, world[fact]))
+                runner.repair(name, assumes=stated_ground(plan, name, world, exact=exact))
 
     start = time.perf_counter()
-    session = Session.load(directory, registry=registry)
-    session.apply(repair)
+    if checked["report"]["invalidations"]:  # only a disproof rejects a ground: with none, nothing to repair
+        session = Session.load(directory, registry=registry)
+        session.apply(repair)
     seconds["repair"] = time.perf_counter() - start
     start = time.perf_counter()
     resumed = plan_flow(session_dir=str(directory), mode="resume")

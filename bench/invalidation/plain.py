@@ -6,9 +6,12 @@ thread pool width as the ContextMesh plan flow. Reuse is Prefect's own: ``cache_
 the benchmark owns (Prefect's local storage path pointed at a temporary directory, never the
 user's home).
 The parameters are the task's name, the outputs of the tasks it needs (the indirect reads, as data)
-and **an assumption version threaded by hand**: each task gets the version of the one fact it
-declares. A world change bumps the version of every fact whose value changed and the whole flow
-runs again: a task re-executes when its version or one of its inputs changed, and is served from
+and **an assumption version threaded by hand**: each task gets the version of the one statement it
+declares, with the same information the ContextMesh side has (a fact read in buckets is declared
+as its bucket, ADR 0026; in the *exact* variant of case (c) every fact is declared at its exact
+value, on both sides). A world change bumps the version of every fact whose declared statement
+changed (for a coarse fact, only when it leaves its bucket) and the whole flow runs again:
+a task re-executes when its version or one of its inputs changed, and is served from
 the cache otherwise — which is Prefect's own early cutoff: a task re-run to an unchanged output
 stops the cascade there, because its dependents' cache keys are unchanged.
 
@@ -23,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from invalidation.mesh import Calls
-from invalidation.world import WorldPlan, evaluate
+from invalidation.world import WorldPlan, evaluate, ground
 
 
 def make_flow(plan: WorldPlan, world: Mapping[str, int], calls: Calls, delay: float, width: int) -> Any:
@@ -60,11 +63,18 @@ def make_flow(plan: WorldPlan, world: Mapping[str, int], calls: Calls, delay: fl
     return plain_plan
 
 
-def bump(versions: Mapping[str, int], change: Mapping[str, int], world: Mapping[str, int]) -> dict[str, int]:
-    """The careful user's step: every fact whose value changed from ``world`` gets the next version
-    (a fact observed again at the value it had keeps its version, so nothing re-runs for it)."""
+def bump(
+    versions: Mapping[str, int], change: Mapping[str, int], world: Mapping[str, int], coarse: frozenset[str]
+) -> dict[str, int]:
+    """The careful user's step: every fact whose declared statement changed from ``world`` gets the
+    next version (a fact observed again at the value it had, or a coarse fact moved inside its
+    bucket, keeps its version, so nothing re-runs for it)."""
+
+    def stated(fact: str, value: int) -> str:
+        return ground(fact, value, coarse=fact in coarse)
+
     return {
-        fact: version + (1 if fact in change and change[fact] != world[fact] else 0)
+        fact: version + (1 if fact in change and stated(fact, change[fact]) != stated(fact, world[fact]) else 0)
         for fact, version in versions.items()
     }
 

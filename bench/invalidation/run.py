@@ -5,7 +5,12 @@ flow on a new session; the plain flow filling its cache), then, for every named 
 takes the case's change and each contender reruns from a copy of its own baseline (the session
 directory; the cache folder), so every case starts from the same state. The order of the two
 contenders alternates between repetitions. Every flow is timed from a quiet client: the previous
-flow's events sent and every task run recorded by the server.
+flow's events sent and every task run recorded by the server. And each contender's rerun starts
+on a **settled server** (its process under a tenth of a CPU for half a second, :func:`settle`):
+the server goes on digesting a flow's events for seconds after its runs are recorded, so without
+the wait whichever contender came second paid, in wall time and in server CPU, for the first one's
+backlog — 240 task runs' worth after a plain rerun, a handful after a ContextMesh one. A
+contender's CPU runs on until the server has settled after it, so each pays for its own backlog.
 
 Counts are compared with the ground truth (:mod:`invalidation.truth`) and must be identical in
 every repetition (they are deterministic; a difference is a bug and stops the run).
@@ -91,6 +96,18 @@ def cpu_seconds(server_pid: int | None) -> float:
     return total
 
 
+def settle(server_pid: int | None, *, idle: float = 0.05, step: float = 0.5, timeout: float = 60.0) -> None:
+    """Wait until the server process used under ``idle`` CPU seconds in a ``step`` (or ``timeout``)."""
+    if server_pid is None:
+        return
+    deadline = time.perf_counter() + timeout
+    while time.perf_counter() < deadline:
+        before = cpu_seconds(server_pid) - time.process_time()
+        time.sleep(step)
+        if cpu_seconds(server_pid) - time.process_time() - before < idle:
+            return
+
+
 def _check(counts: dict[str, int], before: dict[str, int] | None, what: str) -> dict[str, int]:
     if before is not None and before != counts:
         raise RuntimeError(f"{what}: counts changed between repetitions ({before} then {counts})")
@@ -136,6 +153,10 @@ def run_bench(
         full["ContextMesh"].append(_mesh_baseline(mesh_base, plan, registry, calls, flows, quiet, old, tracked=False))
         if any(r.case.tracked for r in results):
             _mesh_baseline(base / "mesh-tracked-baseline", plan, registry, calls, flows, quiet, old, tracked=True)
+        if any(r.case.blind_auditors for r in results):
+            _mesh_baseline(base / "mesh-blind-baseline", plan, registry, calls, flows, quiet, old, blind=True)
+        if any(r.case.exact_grounds for r in results):
+            _mesh_baseline(base / "mesh-exact-baseline", plan, registry, calls, flows, quiet, old, exact=True)
         fl = plain.make_flow(plan, world, calls, delay, width)
         start = time.perf_counter()
         outputs, fid = plain.run_flow(fl, versions, plain_base)
@@ -151,10 +172,15 @@ def run_bench(
                 order = CONTENDERS if rep % 2 == 0 else CONTENDERS[::-1]
                 clock = partial(cpu_seconds, server_pid)
                 for contender in order:
+                    settle(server_pid)
                     if contender == "ContextMesh":
                         _mesh_case(result, plan, world, registry, calls, flows, quiet, mesh_base, base, clock)
                     else:
                         _plain_case(result, plan, world, calls, delay, width, quiet, plain_base, base, versions, clock)
+                    # The server's work on this contender's events after its runs were recorded is its CPU too.
+                    after = clock()
+                    settle(server_pid)
+                    result.cpu[contender][-1] += clock() - after
             finally:
                 world.clear()
                 world.update(plan.world)
@@ -188,10 +214,12 @@ def _mesh_baseline(
     quiet: Callable[[str, int], None],
     old: dict[str, Any],
     *,
-    tracked: bool,
+    tracked: bool = False,
+    blind: bool = False,
+    exact: bool = False,
 ) -> float:
     """A new session run once by the plan flow on the starting world; the wall seconds of that run."""
-    mesh.create_session(directory, plan, registry, tracked=tracked)
+    mesh.create_session(directory, plan, registry, tracked=tracked, blind=blind, exact=exact)
     start = time.perf_counter()
     first = flows[0](session_dir=str(directory), mode="run")
     seconds = time.perf_counter() - start
@@ -215,8 +243,13 @@ def _mesh_case(
     clock: Callable[[], float],
 ) -> None:
     directory = base / f"mesh-{result.case.key}"
-    shutil.copytree(base / "mesh-tracked-baseline" if result.case.tracked else mesh_base, directory)
-    done = mesh.rerun(directory, plan, world, result.case.change, registry, calls, flows, quiet, clock)
+    case = result.case
+    variants = {"tracked": case.tracked, "blind": case.blind_auditors, "exact": case.exact_grounds}
+    variant = next((f"mesh-{name}-baseline" for name, chosen in variants.items() if chosen), None)
+    shutil.copytree(mesh_base if variant is None else base / variant, directory)
+    done = mesh.rerun(
+        directory, plan, world, case.change, registry, calls, flows, quiet, clock, exact=case.exact_grounds
+    )
     result.cpu["ContextMesh"].append(done.cpu)
     counted = score(result.truth, set(done.executed), done.served)
     result.counts["ContextMesh"] = _check(counted.counts(), result.counts.get("ContextMesh"), result.case.title)
@@ -255,7 +288,9 @@ def _plain_case(
     calls.take()
     cpu = clock()
     start = time.perf_counter()
-    outputs, fid = plain.run_flow(fl, plain.bump(versions, result.case.change, plan.world), storage)
+    # The exact variant of (c): the careful user's statements name exact values, coarse facts too.
+    coarse = frozenset() if result.case.exact_grounds else plan.coarse
+    outputs, fid = plain.run_flow(fl, plain.bump(versions, result.case.change, plan.world, coarse), storage)
     seconds = time.perf_counter() - start
     quiet(fid, len(plan.tasks))
     result.cpu["plain Prefect"].append(clock() - cpu)

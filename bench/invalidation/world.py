@@ -3,10 +3,11 @@
 A **world** maps fact names to small integers. A **plan** has ``layers x columns`` tasks; task
 ``tLL-CC`` sits in layer ``LL`` of column ``CC``. Every task
 
-* **declares** one assumption, ``fact <f> is <value>``, about the fact of its column and *band*
-  (layer 0 is band 0; later layers are grouped ``band_width`` at a time), and reads that fact —
-  the **declared read**. A *coarse* fact is read in buckets of :data:`BUCKET` (a threshold, a
-  tier), so some changes to it leave the output as it was;
+* **declares** one assumption about the fact of its column and *band* (layer 0 is band 0; later
+  layers are grouped ``band_width`` at a time), and reads that fact — the **declared read**. A
+  *coarse* fact is read in buckets of :data:`BUCKET` (a threshold, a tier), so some changes to it
+  leave the output as it was; the assumption is stated at the granularity the task reads:
+  ``fact <f> is <value>``, or ``fact <f> is in 30..39`` for a coarse fact (:func:`ground`);
 * reads the outputs of the tasks it needs — the **indirect read**: the task of its own column in
   the layer before, and up to two tasks of earlier layers in its own column or columns to its left
   in the same block of ``block`` columns (so what one fact reaches stays inside a block);
@@ -33,19 +34,33 @@ from typing import Any
 
 BUCKET = 10
 STATEMENT = re.compile(r"^fact (\S+) is (-?[0-9]+)$")
+BUCKET_STATEMENT = re.compile(r"^fact (\S+) is in (-?[0-9]+)\.\.(-?[0-9]+)$")
 
 
 def statement(fact: str, value: int) -> str:
-    """The assumption a task declares about a fact."""
+    """The assumption a task declares about a fact it reads exactly."""
     return f"fact {fact} is {value}"
 
 
-def parse_statement(text: str) -> tuple[str, int]:
-    """``(fact, value)`` of a statement written by :func:`statement`."""
+def ground(fact: str, value: int, *, coarse: bool) -> str:
+    """The assumption a task declares about the fact it reads, at the granularity it reads it: the
+    exact value, or for a coarse fact the bucket (``fact f is in 30..39``), since a task that reads
+    ``f // BUCKET`` depends on the bucket and nothing finer (ADR 0026)."""
+    if not coarse:
+        return statement(fact, value)
+    low = value // BUCKET * BUCKET
+    return f"fact {fact} is in {low}..{low + BUCKET - 1}"
+
+
+def parse_statement(text: str) -> tuple[str, int, int]:
+    """``(fact, lowest, highest)`` value a statement written by :func:`ground` allows."""
     found = STATEMENT.match(text)
-    if found is None:
+    if found is not None:
+        return found.group(1), int(found.group(2)), int(found.group(2))
+    ranged = BUCKET_STATEMENT.match(text)
+    if ranged is None:
         raise ValueError(f"not a fact statement: {text!r}")
-    return found.group(1), int(found.group(2))
+    return ranged.group(1), int(ranged.group(2)), int(ranged.group(3))
 
 
 @dataclass(frozen=True)
@@ -177,6 +192,12 @@ class Case:
     note: str
     # Rerun on the session whose workers read their undeclared fact through ``ctx.read`` (ADR 0018).
     tracked: bool = False
+    # Rerun on the session whose auditors declare nothing they watch, so every recheck runs them all
+    # (ADR 0019): what a user who skips the declaration pays.
+    blind_auditors: bool = False
+    # Rerun on the session whose coarse-fact declarers state the exact value as their ground (the
+    # formulation before ADR 0026): they must re-run, and early cutoff keeps their dependents.
+    exact_grounds: bool = False
     # Why the ContextMesh side of this case is not measured yet, when it is not (counts never faked).
     pending: str | None = None
 
@@ -204,12 +225,15 @@ def _same_bucket(value: int) -> int:
 
 def named_cases(plan: WorldPlan, *, share: float = 0.05, mix_facts: int = 4) -> list[Case]:
     """The world changes reported: (a) indirect, (b) undeclared, (b) again with tracked reads, (c)
-    unchanged output, (w) an auditor's watched slice unchanged, and a mix.
+    unchanged output, (c) again with grounds stated exactly, (w) an auditor's watched slice
+    unchanged, (a) again with auditors that declare nothing, and a mix.
 
     Each is chosen from the plan alone (seeded): (a) a layer-0 fact read only by declaration, whose
     change crosses a bucket, with the reach nearest ``share`` of the plan; (b) the fact with the
     most undeclared readers — and the same change again on a session whose workers make that read
-    through ``ctx.read``; (c) a coarse fact nobody reads undeclared, moved inside its bucket; (w) the
+    through ``ctx.read``; (c) a coarse fact nobody reads undeclared, moved inside its bucket (which
+    its declarers' stated ground allows, so nothing is contradicted and nothing need run) — and the
+    same change again on a session whose declarers state the exact value, which it contradicts; (w) the
     fact of (a) observed again at the value it has, so no auditor's watched slice changes; the
     mix: ``mix_facts`` facts drawn at random, each given a random new value.
     """
@@ -225,6 +249,7 @@ def named_cases(plan: WorldPlan, *, share: float = 0.05, mix_facts: int = 4) -> 
     if not roots or not flat or readers[undeclared] == 0:
         raise ValueError(f"seed {plan.seed}: this plan is too small to hold cases (a), (b) and (c); use another seed")
     unchanged = _nearest(plan, flat, share)
+    within_bucket = {unchanged: _same_bucket(plan.world[unchanged])}  # (c) and its exact twin
     mixed = rng.sample(facts, mix_facts)
     indirect_change = {indirect: _other_value(plan.world[indirect], rng)}
     undeclared_change = {undeclared: _other_value(plan.world[undeclared], rng)}  # (b) and its tracked twin
@@ -251,17 +276,30 @@ def named_cases(plan: WorldPlan, *, share: float = 0.05, mix_facts: int = 4) -> 
         Case(
             "c",
             "(c) rerun, output unchanged",
-            {unchanged: _same_bucket(plan.world[unchanged])},
+            within_bucket,
             f"coarse {unchanged} moves inside its bucket: its {len(plan.declarers(unchanged))} declarer(s) "
-            "re-run to the same output",
+            "state the bucket as their ground, which still holds",
+        ),
+        Case(
+            "c-exact",
+            "(c) again, grounds stated exactly",
+            within_bucket,
+            f"the change of (c) on a session whose {len(plan.declarers(unchanged))} declarer(s) of {unchanged} "
+            "state its exact value: they re-run to their old outputs, early cutoff keeps their dependents",
+            exact_grounds=True,
         ),
         Case(
             "w",
             "(w) watched slice unchanged",
             {indirect: plan.world[indirect]},
             f"{indirect} is observed again at {plan.world[indirect]}, the value every task read",
-            pending="auditor fingerprints (issue 21 item 2, ADR 0019) are not on main: this recheck still runs "
-            "every standing auditor; register the fact auditor with its watched slice to measure the skip",
+        ),
+        Case(
+            "a-blind",
+            "(a) again, auditors declaring nothing",
+            indirect_change,
+            "the change of (a) on a session whose 96 auditors declare nothing they watch: the recheck runs all",
+            blind_auditors=True,
         ),
         Case(
             "mix",

@@ -220,9 +220,58 @@ def wire_text(value: Any, *, compact: bool = True) -> str:
     return json.dumps(value)
 
 
+def _orjson_agrees(value: Any) -> bool | None:
+    """None when :func:`ensure_canonical` would refuse ``value``; else whether orjson's sorted-key
+    bytes are its RFC 8785 bytes.
+
+    They are, for accepted data, unless it holds a float (RFC 8785 writes numbers the ECMAScript
+    way, ``1`` for ``1.0``) or an object key with a character above U+FFFF (RFC 8785 sorts keys by
+    UTF-16 code units, orjson by code points; the two orders differ only there). Strings are
+    escaped alike (``tests/core/test_canonical.py`` compares the two on generated data).
+    """
+    agrees = True
+    stack = [value]
+    pop, extend = stack.pop, stack.extend
+    while stack:
+        item = pop()
+        kind = type(item)
+        if kind is str or kind is bool or item is None:
+            continue
+        if kind is dict:
+            for key in item:
+                if type(key) is not str:
+                    return None
+                if agrees and not key.isascii() and max(key) > "\uffff":
+                    agrees = False
+            extend(item.values())
+        elif kind is list or kind is tuple:
+            extend(item)
+        elif kind is int:
+            if not -MAX_SAFE_INTEGER <= item <= MAX_SAFE_INTEGER:
+                return None
+        elif kind is float:
+            if item - item != 0.0:  # true exactly for NaN and the infinities
+                return None
+            agrees = False
+        else:
+            return None
+    return agrees
+
+
 def canonical_bytes(value: Any) -> bytes:
-    """The RFC 8785 bytes of ``value`` — the only bytes ContextMesh ever digests."""
-    ensure_canonical(value)
+    """The RFC 8785 bytes of ``value`` — the only bytes ContextMesh ever digests.
+
+    Written by orjson when that gives the same bytes (no floats, no astral key; the common case,
+    and some twenty times faster), else by the RFC 8785 encoder.
+    """
+    agrees = _orjson_agrees(value)
+    if agrees is None:
+        ensure_canonical(value)  # raises, naming the first problem
+    if agrees:
+        try:
+            return orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
+        except orjson.JSONEncodeError:  # a lone surrogate, or nesting orjson refuses: as before
+            pass
     return rfc8785.dumps(value)
 
 

@@ -72,13 +72,20 @@ class WatchError(ExecutionError):
 
 @dataclass(frozen=True)
 class WatchContext:
-    """What a fingerprint function is told: which task's auditor, and the ground it judges. No output."""
+    """What a fingerprint function is told: which task's auditor, the ground it judges, and the
+    submitted evidence its auditor would be shown (the same copies). No output.
+
+    ``evidence`` lets an auditor that reads only the observations *about its ground* fingerprint
+    exactly those, so evidence about something else does not make it run (``reads=`` kinds cannot
+    say that: any new evidence of a kind wakes every auditor reading the kind).
+    """
 
     plan: str
     task: str
     worker_key: str | None
     auditor_key: str
     assumption: str
+    evidence: tuple[EvidenceView, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -115,10 +122,10 @@ class Selection:
     skipped: list[str]
 
 
-def _fingerprint(plan: Plan, task: Task, fn: object) -> str:
+def _fingerprint(plan: Plan, task: Task, fn: object, evidence: tuple[EvidenceView, ...]) -> str:
     assert callable(fn) and task.auditor_key is not None
     where = f"auditor '{task.auditor_key}' of task '{task.name}'"
-    context = WatchContext(plan.name, task.name, task.worker_key, task.auditor_key, task.assumes)
+    context = WatchContext(plan.name, task.name, task.worker_key, task.auditor_key, task.assumes, evidence)
     try:
         found = fn(context)
     except Exception as exc:  # user code: any failure is this one refusal, never a traceback
@@ -159,7 +166,9 @@ def read_slices(
         if not registration.declares:
             continue
         try:
-            fingerprint = None if registration.watches is None else _fingerprint(plan, task, registration.watches)
+            fingerprint = (
+                None if registration.watches is None else _fingerprint(plan, task, registration.watches, evidence)
+            )
         except WatchError:
             if strict:
                 raise

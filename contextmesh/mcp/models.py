@@ -103,8 +103,17 @@ class AskResult(WalkOut):
     """A walk, whether it answered, and where the session stands after it."""
 
     answered: bool = Field(description="true when the walk found a path (no dead end)")
-    generation: int = Field(description="the session generation after this ask (and its checkpoint, if any)")
-    pending: int = Field(description="asks whose telemetry is not yet committed (0 under every-ask)")
+    generation: int = Field(
+        description="the newest generation this server has committed or loaded, the one the answer was read from; "
+        "under every-ask this ask's telemetry is committed after the reply (see telemetry_generation)"
+    )
+    telemetry_generation: int | None = Field(
+        description="the generation that holds this ask's telemetry (walk counters, resolver log and learned "
+        "aliases) once its commit lands: under every-ask a background commit within a group window (0.2 s) of "
+        "this reply, shared with the asks answered meanwhile; a crash before then loses only that telemetry. "
+        "null when no commit is due (on-exit, never) or the inline commit was skipped"
+    )
+    pending: int = Field(description="asks whose telemetry is not yet committed, this one included until it lands")
 
 
 # -- nodes and assumptions ----------------------------------------------------------------------

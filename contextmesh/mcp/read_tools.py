@@ -204,8 +204,8 @@ def _assumption(graph: ContextGraph, assumption_id: str) -> AssumptionRecord:
 def mesh_ask(session: Session, question: Question, policy: Policy = None) -> AskResult:
     """Ask the graph a question. Answers with the path the walk took (each step's node and typed
     edge) and the answer's justification, or names one of four dead ends with what it tried.
-    Moves walk telemetry (and, under the every-ask checkpoint policy, commits it); changes
-    nothing else."""
+    Moves walk telemetry (and, under the every-ask checkpoint policy, commits it just after the
+    reply, in the generation telemetry_generation names); changes nothing else."""
     if not question.strip():
         raise MeshToolError("question is empty")
     try:
@@ -213,7 +213,12 @@ def mesh_ask(session: Session, question: Question, policy: Policy = None) -> Ask
     except OntologyError as exc:
         raise MeshToolError(str(exc)) from None
     data: dict[str, Any] = dict(walk.to_dict())
-    data.update(answered=walk.dead_end is None, generation=session.generation, pending=session.pending)
+    data.update(
+        answered=walk.dead_end is None,
+        generation=session.generation,
+        telemetry_generation=session.lands_in,
+        pending=session.pending,
+    )
     return AskResult.model_validate(data)
 
 

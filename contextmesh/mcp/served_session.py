@@ -18,6 +18,7 @@ from typing import Any, TypeVar
 
 from contextmesh.core.errors import SessionError
 from contextmesh.mcp.write_dispatch import DEFAULT_PROBE_TTL, DISPATCHABLE, Dispatcher, ProbeCache
+from contextmesh.session.background import BackgroundCheckpoints
 from contextmesh.session.session import Session
 
 __all__ = ["ServedSession"]
@@ -47,6 +48,10 @@ class ServedSession:
         self.lock = threading.RLock()
         self.reloads = 0
         self.writes = 0
+        # every-ask commits after the reply, asks in flight grouped (ADR 0028)
+        self.background = None if ephemeral or session.policy != "every-ask" else BackgroundCheckpoints(self.lock)
+        if self.background is not None:
+            self.background.attach(session)
 
     # -- serving ------------------------------------------------------------------------------
 
@@ -68,8 +73,15 @@ class ServedSession:
     def adopt(self, session: Session) -> None:
         """Make a committed clone the live session (the controlled writes' last step)."""
         session.walker.walks = self.session.walker.walks
+        if self.background is not None:
+            self.background.attach(session)
         self.session = session
         self.writes += 1
+
+    def drain(self) -> None:
+        """Land the commit in flight (a controlled write clones the session only after it)."""
+        if self.background is not None:
+            self.background.drain()
 
     # -- what it allows ----------------------------------------------------------------------------
 
@@ -118,7 +130,11 @@ class ServedSession:
             "in-process walk list (the dead_ends health signal) does not."
         )
         if policy == "every-ask":
-            return f"Restored from disk; every ask and every controlled write commits a new generation. {kept}"
+            return (
+                "Restored from disk; every ask's telemetry is committed after its reply, within a 0.2 s group window "
+                "shared with the asks answered meanwhile (a crash before that commit loses only their telemetry), and "
+                f"every controlled write commits a new generation. {kept}"
+            )
         if policy == "on-exit":
             return (
                 "Restored from disk; asks are committed once, on a clean stop (a killed process loses them); "
@@ -173,6 +189,8 @@ class ServedSession:
             session = self.session
             if self.ephemeral or session.policy == "never":
                 return None
+            if self.background is not None:
+                self.background.stop()
             if not session.pending:
                 return f"contextmesh MCP: nothing pending for {session.directory}"
             try:

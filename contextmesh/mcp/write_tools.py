@@ -12,7 +12,9 @@ The commit-through-clone rule (:func:`commit_through_clone`):
 1. refuse unless the served session is durable and writable (an ephemeral ``--demo`` graph or a
    ``--checkpoint never`` session refuses every write);
 2. build a lossless clone — graph, resolver and plan restored from their own bytes against the
-   same registry, the run ledger from its bytes with ``expect_head`` = the current head;
+   same registry, the run ledger from its bytes with ``expect_head`` = the current head — carrying
+   the served session's journal (``Session.carry_journal``), so its commit writes one segment of
+   what changed (ADR 0020), not a snapshot;
 3. run the mutation on the clone; a mutation that changed nothing commits nothing;
 4. commit the clone (compare-and-swap); on a conflict reload the newer generation and replay the
    mutation on a fresh clone of it, a bounded number of times;
@@ -139,6 +141,7 @@ def clone_session(session: Session) -> Session:
             executor=session.runner.executor,
         )
     clone = replace(session, graph=graph, resolver=resolver, runner=runner)  # every other field as it is
+    session.carry_journal(clone)  # its commit journals what changed, not a snapshot (ADR 0020)
     clone.walker.walks = list(session.walker.walks)
     for counter in ("pending", "commits", "contended", "conflicts", "bytes_written"):
         setattr(clone, counter, getattr(session, counter))
@@ -154,6 +157,7 @@ def commit_through_clone(
     back with whether a generation was committed.
     """
     _require_writable(served)
+    served.drain()  # this server's commit in flight lands first, or the clone's commit would conflict with it
     base = served.session
     for attempt in range(retries + 1):
         clone = clone_session(base)

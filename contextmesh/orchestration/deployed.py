@@ -6,6 +6,10 @@ creates a flow run of the named deployment — a resume under the same idempoten
 uses (:mod:`contextmesh.orchestration.resume`), so a resume asked for twice on one ledger head is
 one run — then waits a bounded time. The answer is the flow run's id, UI address and state, and
 ``finished``; the run itself commits to the session directory, which the caller re-reads.
+
+The calls go over plain HTTP (:mod:`~contextmesh.orchestration.plain_api`), so a CLI write does not
+import Prefect (issue 20: about 7 s a command on a loaded machine); ``CONTEXTMESH_DISPATCH=prefect``
+makes them with Prefect's client, as before.
 """
 
 from __future__ import annotations
@@ -20,7 +24,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from contextmesh.core.errors import ExecutionError
-from contextmesh.orchestration.resume import ResumeTrigger
+from contextmesh.orchestration.plain_api import PlainApi, dispatch_over_http
+from contextmesh.orchestration.resume import Create, ResumeTrigger
 from contextmesh.orchestration.served_record import ServedRecord, peek
 from contextmesh.orchestration.settings import client_settings
 
@@ -100,11 +105,37 @@ def _answering(api_url: str) -> Iterator[None]:
 
 @contextmanager
 def _on(record: ServedRecord) -> Iterator[None]:
-    with _answering(record.api_url), client_settings(record.api_url, heartbeat=False):
-        yield
+    if dispatch_over_http():
+        with _answering(record.api_url):
+            yield
+    else:
+        with _answering(record.api_url), client_settings(record.api_url, heartbeat=False):
+            yield
+
+
+def _seen(run: Mapping[str, Any]) -> tuple[str, str, str]:
+    """``(state type, name, message)`` of a flow run as the REST API returns it."""
+    state = run.get("state") or {}
+    kind = str(state.get("type") or run.get("state_type") or "SCHEDULED")
+    return kind, str(state.get("name") or run.get("state_name") or kind.title()), str(state.get("message") or "")
+
+
+def _wait_over_http(record: ServedRecord, deployment: str, flow_run_id: str, wait: float) -> Dispatched:
+    deadline = time.monotonic() + wait
+    with PlainApi(record.api_url) as api:
+        while True:
+            state, name, message = _seen(api.flow_run(flow_run_id))
+            if state in TERMINAL or time.monotonic() >= deadline:
+                break
+            time.sleep(0.5)
+    return Dispatched(
+        deployment, flow_run_id, record.flow_run_url(flow_run_id), state, name, state in TERMINAL, message
+    )
 
 
 def _wait(record: ServedRecord, deployment: str, flow_run_id: str, wait: float) -> Dispatched:
+    if dispatch_over_http():
+        return _wait_over_http(record, deployment, flow_run_id, wait)
     from prefect.client.orchestration import get_client  # noqa: PLC0415 - Prefect only when dispatching
 
     deadline = time.monotonic() + wait
@@ -129,12 +160,16 @@ def observe(record: ServedRecord, deployment: str, flow_run_id: str, *, wait: fl
 
 
 def _start(record: ServedRecord, deployment: str, parameters: Mapping[str, Any], wait: float) -> Dispatched:
+    # None means "the deployment's own default", which an explicit null would override.
+    given = {name: value for name, value in parameters.items() if value is not None}
+    if dispatch_over_http():
+        with _on(record), PlainApi(record.api_url) as api:
+            made = api.create_run(deployment, given)
+            return _wait(record, deployment, str(made["id"]), wait)
     from prefect.client.schemas.objects import FlowRun  # noqa: PLC0415
     from prefect.deployments import run_deployment  # noqa: PLC0415
 
     with _on(record):
-        # None means "the deployment's own default", which an explicit null would override.
-        given = {name: value for name, value in parameters.items() if value is not None}
         run = run_deployment(deployment, parameters=given, timeout=0, as_subflow=False)
         assert isinstance(run, FlowRun)  # sync call outside any event loop
         return _wait(record, deployment, str(run.id), wait)
@@ -195,15 +230,32 @@ def dispatch_resume(
     """
     head, pending = pending_work(session)
     trigger = ResumeTrigger(record.plan, {"feed": feed} if feed is not None else {}, origin=origin)
+
+    def start(create: Create | None = None) -> dict[str, Any]:
+        return trigger(
+            session_id=record.session_id, session_dir=record.session_dir, ledger_head=head, stale=pending, create=create
+        )
+
+    if dispatch_over_http():
+        with _on(record), PlainApi(record.api_url) as api:
+
+            def create(deployment: str, parameters: dict[str, Any], key: str, tags: list[str]) -> tuple[str, str]:
+                made = api.create_run(deployment, parameters, idempotency_key=key, tags=tags)
+                return str(made["id"]), _seen(made)[0]
+
+            found = start(create)
+            return _wait(record, record.plan, found["flow_run_id"], wait)
     with _on(record):
-        found = trigger(session_id=record.session_id, session_dir=record.session_dir, ledger_head=head, stale=pending)
+        found = start()
         return _wait(record, record.plan, found["flow_run_id"], wait)
 
 
 def dispatched_report(record: ServedRecord, done: Dispatched) -> RunReport:
     """The report a completed dispatched run published (ADR 0008), read from ``record``'s API."""
-    from contextmesh.orchestration.run_report import read_report  # noqa: PLC0415
+    from contextmesh.orchestration.run_report import read_report, read_report_over_http  # noqa: PLC0415
 
+    if dispatch_over_http():
+        return read_report_over_http(record.api_url, done.flow_run_id, url=done.url)
     with _on(record):
         return read_report(done.flow_run_id, url=done.url)
 

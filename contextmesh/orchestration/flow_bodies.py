@@ -74,6 +74,7 @@ from contextmesh.orchestration.run_links import artifact_url, flow_run_url
 from contextmesh.orchestration.run_logs import log_loaded, log_round, run_logger
 from contextmesh.orchestration.run_report import RunReport, publish_report
 from contextmesh.orchestration.run_states import COMPLETED, final_state, recheck_state, round_state
+from contextmesh.orchestration.run_watch import body_started
 from contextmesh.orchestration.served_record import peek
 from contextmesh.orchestration.skipped_rechecks import relabel_turned_away
 from contextmesh.orchestration.slots import SLOT_LEASE_SECONDS, ensure_limit, limit_name, session_slot
@@ -246,6 +247,7 @@ def run_plan_round(
     announcements this run re-emits (a disproof committed by a recheck that crashed before it
     announced). Returns the run's final state (ADR 0016), whose data is the result dict.
     """
+    body_started()
     if mode not in ("run", "resume", "rerun"):
         raise ExecutionError(f"plan flow mode {mode!r}: a plan round runs in mode 'run', 'resume' or 'rerun'")
     if (mode == "rerun") != (rerun_from is not None):
@@ -295,6 +297,7 @@ def run_recheck(
     of a deployment relabels the runs its one-at-a-time limit turned away as ``Skipped``
     (:mod:`contextmesh.orchestration.skipped_rechecks`), before it starts and after it ends.
     """
+    body_started()
     ctx = FlowRunContext.get()
     deployment = ctx.flow_run.deployment_id if ctx is not None and ctx.flow_run is not None else None
     if deployment is not None:
@@ -332,6 +335,7 @@ def run_repair(
 
     Runs no code: the key is checked against ``registry`` and recorded; the next resume runs it.
     """
+    body_started()
     session_id, _, _ = peek(session_dir)
     with session_slot(session_id):
         session = _load(session_dir, registry)

@@ -150,7 +150,7 @@ def served_flows(project: Project) -> dict[str, Flow[..., Any]]:
 def served_deployments(
     project: Project, where: ProjectDeployments, flows: dict[str, Flow[..., Any]] | None = None
 ) -> list[RunnerDeployment]:
-    """The three deployments for ``prefect.serve``; the caller's working directory must be the root."""
+    """The three deployments for Prefect's runner (``runner_loop``); the caller's working directory must be the root."""
     from prefect.deployments.runner import RunnerDeployment  # noqa: PLC0415
 
     flows = flows or served_flows(project)
@@ -209,8 +209,10 @@ def serve_project(project: Project, session_dir: Path, *, say: Callable[[str], N
     from contextmesh.orchestration import served_record as served  # noqa: PLC0415
     from contextmesh.orchestration.deployed import require_api  # noqa: PLC0415
     from contextmesh.orchestration.settings import client_settings, prepare_environment  # noqa: PLC0415
+    from contextmesh.orchestration.stack_dumps import dump_stacks_on_signal  # noqa: PLC0415
 
     prepare_environment()
+    dump_stacks_on_signal()  # `kill -USR1 <pid>`: where every thread and asyncio task is (issue 20)
     where = identify(project, session_dir)
     api_url = server.configured_api_url()
     if api_url:
@@ -221,17 +223,18 @@ def serve_project(project: Project, session_dir: Path, *, say: Callable[[str], N
         say(f"using the managed Prefect server at {info.ui_url} (stop it with `contextmesh server stop`)")
     os.environ["PREFECT_API_URL"] = api_url  # the runner's flow-run subprocesses inherit it
     os.chdir(project.root)  # the runner starts each flow run here: the entrypoints are flows/<name>.py
-    from prefect import serve  # noqa: PLC0415
-
     from contextmesh.orchestration.reactor import RUNNER_POLL_WHEN_WARM, Reactor, react_seconds, reacts, warm_runs  # noqa: PLC0415
+    from contextmesh.orchestration.run_watch import RunWatch, finish_seconds, start_seconds  # noqa: PLC0415
+    from contextmesh.orchestration.runner_loop import serve_deployments  # noqa: PLC0415
     from contextmesh.orchestration.watched import auditor_files  # noqa: PLC0415
 
     tick, warm, react = react_seconds(), warm_runs(), reacts()  # a bad setting is refused before anything is registered
+    watch = RunWatch(start_seconds(), finish_seconds())  # a stuck in-process run is failed (issue 20)
     with client_settings(api_url, heartbeat=True):
         flows = served_flows(project)
         deployments = served_deployments(project, where, flows)
         # Registered before the served record appears, so a dispatch that reads the record finds
-        # them; serve() applies them again (an upsert) when its runner starts.
+        # them; the runner applies them again (an upsert) when it starts.
         ids: dict[str, uuid.UUID] = {}
         for role, deployment in zip(ENTRYPOINTS, deployments, strict=True):
             applied = deployment.apply()
@@ -251,6 +254,7 @@ def serve_project(project: Project, session_dir: Path, *, say: Callable[[str], N
             tick=tick,
             warm=warm,
             react=react,
+            watch=watch,
         )
         served.remember(where.record(api_url, os.getpid()))
         reactor.start()
@@ -263,7 +267,8 @@ def serve_project(project: Project, session_dir: Path, *, say: Callable[[str], N
             # prefetch_seconds=0 as in deployments/serve.py (ADR 0016): no run is claimed before it is due.
             # With warm runs the reactor runs them all; the runner keeps the schedules (ADR 0017).
             runner_poll: dict[str, Any] = {"query_seconds": RUNNER_POLL_WHEN_WARM} if warm else {}
-            serve(*deployments, limit=limit, print_starting_message=False, prefetch_seconds=0, **runner_poll)
+            # Not prefect.serve, which registers on Prefect's global loop and can deadlock a warm run (runner_loop).
+            serve_deployments(deployments, limit=limit, prefetch_seconds=0, **runner_poll)
         finally:
             reactor.stop()
             served.forget(where.session_id, pid=os.getpid())

@@ -26,7 +26,6 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Mapping
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -35,10 +34,12 @@ from typing import Any
 from prefect import Flow
 from prefect.client.orchestration import SyncPrefectClient, get_client
 from prefect.client.schemas.objects import FlowRun, StateType
+from prefect.states import Failed
 
 from contextmesh.core.errors import ExecutionError
 from contextmesh.orchestration import reactions
 from contextmesh.orchestration.run_links import flow_run_url
+from contextmesh.orchestration.run_watch import STUCK, Overdue, RunWatch, finish_seconds, start_seconds
 from contextmesh.orchestration.serve_lines import run_line, started_line
 from contextmesh.orchestration.skipped_rechecks import skip_now
 from contextmesh.orchestration.warm_runs import claim, create_run, due_runs, ended_runs, recheck_runs, run_claimed
@@ -121,6 +122,7 @@ class Reactor:
         tick: float | None = None,
         warm: bool | None = None,
         react: bool | None = None,
+        watch: RunWatch | None = None,
     ) -> None:
         self.session_dir = session_dir
         self.api_url = api_url
@@ -140,7 +142,12 @@ class Reactor:
         self._ours: dict[uuid.UUID, str] = {}  # rechecks this reactor created -> the change that asked
         self._since = datetime.now(UTC)
         self._stop = threading.Event()
-        self._pool = ThreadPoolExecutor(max_workers=limit, thread_name_prefix="contextmesh-run")
+        self.limit = limit
+        # Every claimed run is timed to its first step and to its end; one past a bound is failed
+        # and stops counting against ``limit`` (run_watch), so a stuck thread cannot hold the process.
+        self.watch = watch if watch is not None else RunWatch(start_seconds(), finish_seconds())
+        self._runs: dict[uuid.UUID, threading.Thread] = {}
+        self._given_up: dict[uuid.UUID, Overdue] = {}  # failed as stuck while their thread still runs
         self._thread: threading.Thread | None = None
         self._last_error = 0.0
 
@@ -156,9 +163,11 @@ class Reactor:
     def stop(self, timeout: float = 60.0) -> None:
         """Stop looking, let runs in flight end (up to ``timeout`` s), remove the reactions file."""
         self._stop.set()
+        deadline = time.monotonic() + timeout
         if self._thread is not None:
             self._thread.join(timeout)
-        self._pool.shutdown(wait=True, cancel_futures=True)
+        for run in list(self._runs.values()):  # daemon threads: one given up as stuck cannot hold the exit
+            run.join(max(0.0, deadline - time.monotonic()))
         reactions.reacting_path(self.state.session_id).unlink(missing_ok=True)
 
     # -- the loop -------------------------------------------------------------------------------
@@ -175,7 +184,8 @@ class Reactor:
                 self._stop.wait(self.tick)
 
     def step(self, client: SyncPrefectClient) -> None:
-        """One look: what changed, what is due, what ended."""
+        """One look: what is stuck, what changed, what is due, what ended."""
+        self._fail_overdue(client)
         if self.react:
             self.wanted += self.watched.changes()
         if self.wanted:
@@ -208,6 +218,8 @@ class Reactor:
         for run in due_runs(client, self.roles):
             if run.id in self._claimed:
                 continue
+            if self.watch.active() >= self.limit:
+                return  # as many runs as this process runs at once: the rest wait, Scheduled, for a look
             if run.deployment_id == self.recheck:
                 # One recheck at a time, decided here so nothing is left Cancelled by the limit: a
                 # scheduled one due while another runs is Skipped at once; one somebody asked for
@@ -222,6 +234,8 @@ class Reactor:
             self._claim(client, run)
 
     def _claim(self, client: SyncPrefectClient, run: FlowRun) -> None:
+        if self.watch.active() >= self.limit:
+            return  # left Scheduled: a later look claims it when a run ends
         self._claimed.add(run.id)
         state = claim(client, run.id)
         if state is None:
@@ -236,14 +250,46 @@ class Reactor:
         # The claimed state carries the deployment's concurrency lease, which the engine renews: hand
         # it the run as claimed instead of reading it back (one API call less on the critical path).
         claimed = run.model_copy(update={"state": state, "state_type": state.type, "state_name": state.name})
+        self.watch.claimed(run.id, role)
         context = contextvars.copy_context()
-        self._pool.submit(context.run, self._run, self.flows[role], claimed)
+        thread = threading.Thread(
+            target=context.run,
+            args=(self._run, self.flows[role], claimed),
+            name=f"contextmesh-run-{run.id}",
+            daemon=True,
+        )
+        self._runs[run.id] = thread
+        thread.start()
 
     def _run(self, flow: Flow[..., Any], run: FlowRun) -> None:
         try:
             run_claimed(flow, run)
         except BaseException as exc:  # the engine recorded the state; the process serves on
             self.say(f"flow run {run.id} ended with {type(exc).__name__}: {exc}")
+        finally:
+            self._runs.pop(run.id, None)
+            stuck = self._given_up.pop(run.id, None)
+            if stuck is None:
+                self.watch.ended(run.id)
+            elif not stuck.started:  # it woke, its body refused to start: say so where the engine's failure is
+                self._refail(stuck)
+
+    def _refail(self, stuck: Overdue) -> None:
+        message = f"{stuck.message}; its thread woke later and did not run the body"
+        with get_client(sync_client=True) as client:
+            client.set_flow_run_state(stuck.flow_run_id, Failed(name=STUCK, message=message), force=True)
+        url = flow_run_url(str(stuck.flow_run_id), self.api_url)
+        self.say(f"{stuck.role} run {url} woke after it was failed as stuck; its body did not run")
+
+    def _fail_overdue(self, client: SyncPrefectClient) -> None:
+        """Fail every claimed run past its bound (run_watch): forced, so the server frees its deployment
+        slot whatever state it is stuck in; one line each."""
+        for stuck in self.watch.overdue():
+            client.set_flow_run_state(stuck.flow_run_id, Failed(name=STUCK, message=stuck.message), force=True)
+            self.watch.given_up(stuck)  # its thread no longer counts against the limit
+            self._given_up[stuck.flow_run_id] = stuck
+            url = flow_run_url(str(stuck.flow_run_id), self.api_url)
+            self.say(f"{stuck.role} run {url} stuck: {stuck.message}")
 
     def _say_ended(self, client: SyncPrefectClient) -> None:
         for run in ended_runs(client, self.roles, self._since):

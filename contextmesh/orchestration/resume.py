@@ -21,15 +21,17 @@ the UI needs to see next. A recheck that disproves nothing starts nothing.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from contextmesh.core.canonical import digest
 
-__all__ = ["RETRYABLE", "ResumeTrigger", "idempotency_key"]
+__all__ = ["RETRYABLE", "Create", "ResumeTrigger", "idempotency_key"]
 
 RETRYABLE = frozenset({"CRASHED", "FAILED", "CANCELLED"})  # ended without a commit: run again
+# (deployment, parameters, idempotency key, tags) -> (flow run id, its state type): how a run is made
+Create = Callable[[str, dict[str, Any], str, list[str]], tuple[str, str]]
 
 
 def idempotency_key(session_id: str, ledger_head: str, stale: Sequence[str], attempt: int) -> str:
@@ -51,26 +53,37 @@ class ResumeTrigger:
     max_attempts: int = 5
     origin: str = "recheck"  # tagged cm.trigger:<origin>: a recheck's disproof, or a person (cli) or agent (mcp)
 
-    def __call__(self, *, session_id: str, session_dir: str, ledger_head: str, stale: Sequence[str]) -> dict[str, Any]:
-        """Start (or find) the resume run for this disproof; returns its id, state, key and attempt."""
-        from prefect.client.schemas.objects import FlowRun  # noqa: PLC0415 - Prefect only where a flow runs
-        from prefect.deployments import run_deployment  # noqa: PLC0415
+    def __call__(
+        self, *, session_id: str, session_dir: str, ledger_head: str, stale: Sequence[str], create: Create | None = None
+    ) -> dict[str, Any]:
+        """Start (or find) the resume run for this disproof; returns its id, state, key and attempt.
 
+        ``create`` makes the run (default: Prefect's ``run_deployment``; the CLI passes plain HTTP).
+        """
+        make = create or _run_deployment
         parameters = {**self.parameters, "session_dir": session_dir, "mode": "resume"}
+        tags = [f"cm.session:{session_id}", f"cm.trigger:{self.origin}"]
         found: dict[str, Any] = {}
         for attempt in range(self.max_attempts):
             key = idempotency_key(session_id, ledger_head, stale, attempt)
-            run = run_deployment(  # sync here: the flows that call it are synchronous
-                self.deployment,
-                parameters=parameters,
-                timeout=0,  # start it and return: the resume waits for this recheck's session slot
-                idempotency_key=key,
-                as_subflow=False,  # its own flow run in the UI, not a child of the recheck
-                tags=[f"cm.session:{session_id}", f"cm.trigger:{self.origin}"],
-            )
-            assert isinstance(run, FlowRun)
-            state = run.state.type.value if run.state is not None else "SCHEDULED"
-            found = {"flow_run_id": str(run.id), "state": state, "key": key, "attempt": attempt}
+            flow_run_id, state = make(self.deployment, parameters, key, tags)
+            found = {"flow_run_id": flow_run_id, "state": state, "key": key, "attempt": attempt}
             if state not in RETRYABLE:
                 return found
         return found
+
+
+def _run_deployment(deployment: str, parameters: dict[str, Any], key: str, tags: list[str]) -> tuple[str, str]:
+    from prefect.client.schemas.objects import FlowRun  # noqa: PLC0415 - Prefect only where a flow runs
+    from prefect.deployments import run_deployment  # noqa: PLC0415
+
+    run = run_deployment(  # sync here: the flows that call it are synchronous
+        deployment,
+        parameters=parameters,
+        timeout=0,  # start it and return: the resume waits for this recheck's session slot
+        idempotency_key=key,
+        as_subflow=False,  # its own flow run in the UI, not a child of the recheck
+        tags=tags,
+    )
+    assert isinstance(run, FlowRun)
+    return str(run.id), run.state.type.value if run.state is not None else "SCHEDULED"

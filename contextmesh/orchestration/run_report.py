@@ -96,6 +96,24 @@ def publish_report(run: RunReport, *, flow_run_id: str, description: str) -> Non
         client.create_artifact(artifact=artifact)
 
 
+def _missing(flow_run_id: str, url: str) -> ExecutionError:
+    return ExecutionError(
+        f"flow run {flow_run_id} completed without publishing a {REPORT_ARTIFACT} artifact, so its report is "
+        f"unknown (was it started by another flow?) {url}".rstrip()
+    )
+
+
+def read_report_over_http(api_url: str, flow_run_id: str, *, url: str = "") -> RunReport:
+    """:func:`read_report` with plain HTTP (:mod:`~contextmesh.orchestration.plain_api`): no Prefect import."""
+    from contextmesh.orchestration.plain_api import PlainApi  # noqa: PLC0415
+
+    with PlainApi(api_url) as api:
+        data = api.newest_artifact_data(flow_run_id, REPORT_ARTIFACT)
+    if data is None:
+        raise _missing(flow_run_id, url)
+    return report_from_artifact(data)
+
+
 def read_report(flow_run_id: str, *, url: str = "") -> RunReport:
     """The report a finished flow run published (the newest, should a retried run have published two).
 
@@ -112,8 +130,5 @@ def read_report(flow_run_id: str, *, url: str = "") -> RunReport:
     with get_client(sync_client=True) as client:
         found = client.read_artifacts(artifact_filter=wanted, sort=ArtifactSort.CREATED_DESC, limit=1)
     if not found:
-        raise ExecutionError(
-            f"flow run {flow_run_id} completed without publishing a {REPORT_ARTIFACT} artifact, so its report is "
-            f"unknown (was it started by another flow?) {url}".rstrip()
-        )
+        raise _missing(flow_run_id, url)
     return report_from_artifact(found[0].data)

@@ -108,7 +108,11 @@ def run_here(
 
 def dispatched_report(record: ServedRecord, flow_run_id: str) -> RoundReport | RecheckReport:
     """The report a completed flow run of ``record``'s deployments published as its artifact."""
-    from contextmesh.orchestration.run_report import read_report  # noqa: PLC0415 - Prefect only when asked
+    from contextmesh.orchestration.plain_api import dispatch_over_http  # noqa: PLC0415
+    from contextmesh.orchestration.run_report import read_report, read_report_over_http  # noqa: PLC0415
 
+    url = record.flow_run_url(flow_run_id)
+    if dispatch_over_http():
+        return read_report_over_http(record.api_url, flow_run_id, url=url).report
     with client_settings(record.api_url, heartbeat=False):
         return read_report(flow_run_id, url=record.flow_run_url(flow_run_id)).report

@@ -34,7 +34,16 @@ from contextmesh.session.layout import MAX_SEGMENTS, Companion, Manifest, journa
 from contextmesh.session.replay import Replayed
 from contextmesh.session.telemetry import dump_structure, dump_telemetry
 
-__all__ = ["CommitPlan", "JournalState", "ResolverMark", "appended", "plan_commit", "resolver_mark"]
+__all__ = [
+    "CommitPlan",
+    "JournalState",
+    "ResolverMark",
+    "Staged",
+    "appended",
+    "plan_commit",
+    "rebased",
+    "resolver_mark",
+]
 
 Payload = bytes | Companion
 
@@ -150,6 +159,44 @@ class JournalState:
         return cls(directory, graph, resolver, _snapshot_of(manifest), [], GraphChanges(), marks, marks)
 
 
+def rebased(state: JournalState | None, graph: ContextGraph, resolver: Resolver) -> JournalState | None:
+    """``state`` carried onto a lossless copy of its graph and resolver (a controlled write's clone).
+
+    The copy's next commit then journals what changed since the generation (the live session's
+    pending changes and the write's own) instead of writing a snapshot. The resolver's marks are
+    taken again on the copy's tables, at the same places in them (the copy holds the same aliases
+    and log records in the same order); None when the live resolver changed other than by appending
+    since the generation or its snapshot (the copy's commit then writes a snapshot, as the live
+    one's would).
+    """
+    if state is None:
+        return None
+    since_commit = appended(state.resolver, state.at_commit)
+    since_snapshot = appended(state.resolver, state.at_snapshot)
+    if since_commit is None or since_snapshot is None:
+        return None
+
+    def mark_at(delta: tuple[list[tuple[str, str]], list[ResolutionRecord]]) -> ResolverMark:
+        kept = len(resolver.log) - len(delta[1])
+        return resolver_mark(
+            resolver, aliases=len(resolver.aliases) - len(delta[0]), last=resolver.log[kept - 1] if kept > 0 else None
+        )
+
+    copy = JournalState(
+        state.directory,
+        graph,
+        resolver,
+        dict(state.snapshot),
+        list(state.segments),
+        state.since_snapshot.copy(),
+        mark_at(since_snapshot),
+        mark_at(since_commit),
+    )
+    copy.tracker.absorb(state.tracker)  # the live session's changes not yet committed
+    copy.build = state.build
+    return copy
+
+
 def _snapshot_of(manifest: Manifest) -> dict[str, Companion]:
     return {"graph": manifest.graph, "telemetry": manifest.telemetry, "resolver": manifest.resolver}
 
@@ -162,16 +209,54 @@ class CommitPlan:
     payload: dict[str, Payload]
 
     def landed(
-        self, state: JournalState | None, manifest: Manifest, directory: Path, graph: ContextGraph, resolver: Resolver
+        self,
+        state: JournalState | None,
+        manifest: Manifest,
+        directory: Path,
+        graph: ContextGraph,
+        resolver: Resolver,
+        staged: Staged,
     ) -> JournalState:
-        """The state after the commit published ``manifest``."""
+        """The state after the commit published ``manifest``, planned when the graph stood at ``staged``.
+
+        Changes made after the plan (asks answered while a commit was in flight, ADR 0028) are still
+        in the graph's tracker: they stay there, for the next commit.
+        """
         if self.kind == "snapshot" or state is None:
-            return JournalState.of(directory, manifest, graph, resolver)
-        state.since_snapshot.absorb(state.tracker.take())  # the snapshot did not move
+            later = staged.tracker.take()  # recorded after the plan: not in the snapshot
+            fresh = JournalState.of(directory, manifest, graph, resolver)
+            fresh.tracker.absorb(later)
+            fresh.at_snapshot = fresh.at_commit = staged.mark
+            fresh.build = staged.build
+            return fresh
+        state.since_snapshot.absorb(staged.taken)  # the snapshot did not move
         state.segments = list(manifest.journal)
-        state.at_commit = resolver_mark(resolver)
-        state.build = graph.build
+        state.at_commit = staged.mark
+        state.build = staged.build
         return state
+
+
+@dataclass(frozen=True)
+class Staged:
+    """Where the graph and resolver stood when a commit was planned: what the commit carries.
+
+    ``taken`` is what the graph's tracker held then, handed to the commit; a commit that does not
+    land gives it back (:meth:`give_back`), so the next one carries it.
+    """
+
+    tracker: GraphChanges
+    taken: GraphChanges
+    mark: ResolverMark
+    build: int
+
+    @classmethod
+    def now(cls, state: JournalState | None, graph: ContextGraph, resolver: Resolver) -> Staged:
+        """Take the tracker's changes (attaching one when the writer has no journal state yet)."""
+        tracker = state.tracker if state is not None and graph._changes is state.tracker else track(graph)
+        return cls(tracker, tracker.take(), resolver_mark(resolver), graph.build)
+
+    def give_back(self) -> None:
+        self.tracker.absorb(self.taken)
 
 
 def _full(graph: ContextGraph, resolver: Resolver) -> CommitPlan:

@@ -35,7 +35,7 @@ from dataclasses import KW_ONLY, dataclass, field, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from contextmesh.core.errors import InputError, SessionError
+from contextmesh.core.errors import SessionError
 from contextmesh.core.graph import ContextGraph
 from contextmesh.execution.plan import Plan
 from contextmesh.execution.snapshot import dump_plan
@@ -47,23 +47,23 @@ from contextmesh.knowledge.flat_baseline import FlatBaseline
 from contextmesh.knowledge.health import HealthReport, check
 from contextmesh.knowledge.resolve import Resolver
 from contextmesh.knowledge.traverse import Walk, Walker, WalkerSettings
-from contextmesh.session.commit import CommitConflictError, commit_generation, latest_generation
+from contextmesh.session.commit import CommitConflictError, latest_generation
 from contextmesh.session.files import os_cause
-from contextmesh.session.heads import environment_signer
-from contextmesh.session.journal import JournalState, plan_commit
-from contextmesh.session.layout import Companion, Manifest
+from contextmesh.session.journal import JournalState, plan_commit, rebased
+from contextmesh.session.layout import Companion
 from contextmesh.session.load import Loaded, load_directory
 from contextmesh.session.lock import SessionLockedError, create_lock_file
+from contextmesh.session.staged import stage_commit
 from contextmesh.session.telemetry import dump_structure, dump_telemetry
 
 if TYPE_CHECKING:
     from contextmesh.formats.signed_note import NoteSigner, NoteVerifier
+    from contextmesh.session.background import BackgroundCheckpoints
 
 __all__ = ["POLICIES", "Session"]
 
 POLICIES = ("every-ask", "on-exit", "never")
 T = TypeVar("T")
-_PLACEHOLDER = Companion("graph-" + "0" * 64 + ".json", "0" * 64, 0)
 
 
 def _new_session_id() -> str:
@@ -108,6 +108,10 @@ class Session:
     # The generation this writer holds as a snapshot and a journal (ADR 0020); None: the next
     # commit writes a snapshot.
     _journal: JournalState | None = field(default=None, init=False)
+    # Under every-ask, commits after the reply (ADR 0028) when a server attached one; None: inline.
+    background: BackgroundCheckpoints | None = field(default=None, init=False)
+    # The generation that holds (or, committing in the background, will hold) the last ask's telemetry.
+    lands_in: int | None = field(default=None, init=False)
 
     def __post_init__(self) -> None:
         if self.policy not in POLICIES:
@@ -311,44 +315,21 @@ class Session:
         self._refuse_write("cannot commit")
         if self.directory is None:
             raise SessionError("this session has no directory (an ephemeral demo); save it with --save DIR first")
-        head = self.runner.ledger.head if self.runner is not None else None
-        stored = {f.metadata["manifest"]: getattr(self, f.name) for f in _STORED_FIELDS}
-        stored["generation"] += 1  # the generation this commit publishes
-        # Companions are named by the commit, once it has written them.
-        draft = Manifest(
-            **stored,
-            graph=_PLACEHOLDER,
-            telemetry=_PLACEHOLDER,
-            resolver=_PLACEHOLDER,
-            execution=None,
-            runledger=None,
-            ledger_head=head,
-        )
+        if self.background is not None:
+            self.background.drain()  # a commit in flight lands first: this one follows it
+        staged = stage_commit(self, lock_wait=lock_wait, signer=signer, snapshot=snapshot)
         try:
-            plan = plan_commit(None if snapshot else self._journal, self.directory, self.graph, self.resolver)
-            companions: dict[str, bytes | Companion] = dict(plan.payload)
-            if self.runner is not None:
-                companions["execution"] = dump_plan(self.runner)
-                companions["runledger"] = self.runner.ledger.dump()
-        except InputError as exc:  # e.g. a worker's output nested deeper than a file can hold
-            raise SessionError(
-                f"cannot commit to {self.directory}: the session's state cannot be written: {exc}"
-            ) from None
-        published, written = commit_generation(
-            self.directory,
-            loaded=self.generation,
-            companions=companions,
-            manifest=draft,
-            lock_wait=lock_wait,
-            ledger=self.ledger,
-            signer=signer if signer is not None else environment_signer(self.directory),
-        )
-        self._journal = plan.landed(self._journal, published, self.directory, self.graph, self.resolver)
-        self.generation = published.generation
-        self.bytes_written += written
-        self.commits += 1
-        self.pending = 0
-        return self.generation
+            staged.write()
+        except BaseException:
+            staged.give_back()
+            raise
+        return staged.land()
+
+    def carry_journal(self, copy: Session) -> None:
+        """Give ``copy``, a lossless copy of this session, its journal: the copy's commit journals too."""
+        state = self._journal
+        if state is not None and state.graph is self.graph and state.resolver is self.resolver:
+            copy._journal = rebased(state, copy.graph, copy.resolver)
 
     def apply(self, mutate: Callable[[Session], T], *, retries: int = 3) -> T:
         """Run a re-playable mutation and commit it; on a conflict reload and run it again."""
@@ -381,6 +362,10 @@ class Session:
         """Reload when another writer committed a newer generation (one ``stat``); True if it did."""
         if self.directory is None:
             return False
+        if self.background is not None:
+            self.background.settle()
+            if self.background.busy:
+                return False  # the newest manifest may be this session's own, not landed yet (ADR 0028)
         # One stat of the directory: its change time moves whenever a manifest is published.
         seen = self.directory.stat()
         stamp = (seen.st_ino, seen.st_mtime_ns)
@@ -398,8 +383,12 @@ class Session:
         """Walk a question; under ``every-ask`` commit what it taught (telemetry, learned aliases)."""
         walk = self.walker.ask(question, **options)
         self.pending += 1
+        self.lands_in = None
         if self.policy == "every-ask" and self.directory is not None:
-            self.checkpoint()
+            if self.background is not None:
+                self.lands_in = self.background.after_ask(self)
+            elif self.checkpoint():
+                self.lands_in = self.generation
         return walk
 
     def checkpoint(self) -> bool:

@@ -12,6 +12,8 @@ from typing import Any
 import orjson
 import pytest
 import rfc8785
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from contextmesh.core import canonical
 from contextmesh.core.canonical import (
@@ -300,3 +302,33 @@ def test_the_serialisation_scan_allows_loading_and_the_canonical_api() -> None:
 def test_rfc8785_library_is_what_canonical_bytes_uses() -> None:
     value = {"z": [0.1, 2], "a": "é"}
     assert canonical_bytes(value) == rfc8785.dumps(value)
+
+
+_JSON_TEXT = st.text(st.characters(blacklist_categories=("Cs",)), max_size=6)
+_JSON_VALUES = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(-MAX_SAFE_INTEGER, MAX_SAFE_INTEGER)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | _JSON_TEXT,
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(_JSON_TEXT, inner, max_size=4),
+    max_leaves=20,
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(_JSON_VALUES)
+def test_canonical_bytes_equal_the_rfc8785_encoders_for_any_accepted_value(value: Any) -> None:
+    # The orjson fast path must never change a digest: same bytes as the RFC 8785 encoder, always.
+    assert canonical_bytes(value) == rfc8785.dumps(value)
+
+
+def test_float_free_data_with_bmp_keys_is_written_without_the_rfc8785_encoder(monkeypatch: pytest.MonkeyPatch) -> None:
+    value = {"\u20ac": ["\x01\u2028", 2**53 - 1, None, True], "a": {"k": "\U0001f600 in a value"}}
+    expected = rfc8785.dumps(value)
+
+    def slow(*args: Any, **kwargs: Any) -> bytes:
+        raise AssertionError("the RFC 8785 encoder ran on data orjson writes identically")
+
+    monkeypatch.setattr(canonical.rfc8785, "dumps", slow)
+    assert canonical_bytes(value) == expected

@@ -121,6 +121,37 @@ def test_new_evidence_of_a_kind_it_reads_wakes_an_auditor_and_other_kinds_do_not
     assert plan.recheck().skipped == ["a", "b", "c", "d"]
 
 
+def test_a_fingerprint_over_the_evidence_about_its_ground_wakes_only_that_auditor() -> None:
+    registry = TaskRegistry()
+    audits: list[str] = []
+    seen: list[int] = []
+
+    @registry.worker("w.v1")
+    def work(ctx: RunContext) -> dict[str, str]:
+        return {"task": ctx.task}
+
+    def about_me(ctx: WatchContext) -> str:
+        seen.append(len(ctx.evidence))
+        return ",".join(e.id for e in ctx.evidence if e.metadata.get("about") == ctx.task)
+
+    @registry.auditor("a.v1", watches=about_me)
+    def audit(ctx: AuditContext) -> Verdict:
+        audits.append(ctx.task)
+        return ctx.ok()
+
+    plan = Plan("about", ContextGraph(), registry=registry)
+    for name in NAMES:
+        plan.task(name, worker_key="w.v1", auditor_key="a.v1", assumes=f"{name} holds")
+    plan.run()
+    audits.clear()
+    submit(plan.graph, "b moved", plan.source_id, metadata={"kind": "fact", "about": "b"})
+    report = plan.recheck()
+    # Every fingerprint saw the one observation; only b's auditor found it about its own ground.
+    assert audits == ["b"] and report.skipped == ["a", "c", "d"] and seen[-4:] == [1, 1, 1, 1]
+    audits.clear()
+    assert plan.recheck().skipped == list(NAMES) and audits == []
+
+
 def test_a_disproof_found_through_a_changed_slice_falls_as_before_and_leaves_no_mark() -> None:
     world = World()
     plan, _ = _build(world)

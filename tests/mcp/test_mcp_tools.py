@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
+import time
 from pathlib import Path
 from typing import Any
 
@@ -131,7 +133,14 @@ async def test_mesh_ask_answers_with_its_path_and_moves_only_telemetry(
     assert answer["answered"] and answer["dead_end"] is None
     assert answer["answer_id"].startswith("claim:")
     assert [s["node_id"] for s in answer["path"]][-1] == answer["answer_id"]
-    assert answer["generation"] == generation + 1 and answer["pending"] == 0  # every-ask committed it
+    # every-ask commits after the reply (ADR 0028): the answer was read from `generation`, and its
+    # telemetry lands in the next one
+    assert answer["generation"] == generation and answer["telemetry_generation"] == generation + 1
+    assert answer["pending"] == 1
+    deadline = time.monotonic() + 30
+    while served.call(lambda current: current.session.generation) == generation and time.monotonic() < deadline:
+        await asyncio.sleep(0.01)  # each served request lands a written commit (ADR 0028)
+    assert served.session.generation == generation + 1 and served.session.pending == 0
     assert structure(served.session) == before
     walks_after, _ = telemetry(served.session)
     assert walks_after - walks_before == len(answer["path"])

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import http.client
 import json
 import os
@@ -9,6 +10,7 @@ import shutil
 import signal
 import subprocess
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -69,8 +71,15 @@ async def test_a_stdio_subprocess_serves_tools_and_resources(session_dir: Path, 
         assert len(tools.tools) == 13 and tools.meta["notAnswering"] == []  # type: ignore[index]
         answer = await call(client, "mesh_ask", {"question": QUESTIONS[0]})
         assert answer["answered"]
-        session = json.loads((await client.read_resource("contextmesh://session")).contents[0].text)  # type: ignore[union-attr]
-        assert session["generation"] == answer["generation"] == 2
+        # read from generation 1; its telemetry lands in 2, after the reply (ADR 0028)
+        assert answer["generation"] == 1 and answer["telemetry_generation"] == 2
+        deadline = time.monotonic() + 30
+        while True:
+            session = json.loads((await client.read_resource("contextmesh://session")).contents[0].text)  # type: ignore[union-attr]
+            if session["generation"] == 2 or time.monotonic() > deadline:
+                break
+            await asyncio.sleep(0.05)
+        assert session["generation"] == 2 and session["checkpoints"]["pending"] == 0
 
 
 def test_stdout_carries_protocol_only_and_bad_lines_do_not_stop_the_server(session_dir: Path, feed: Path) -> None:
@@ -293,15 +302,23 @@ def test_eight_http_clients_asking_two_hundred_times_each_lose_nothing(session_d
     assert telemetry(restored)[0] == walks_on_disk + sum(paths)
 
 
-def test_concurrent_asks_under_every_ask_commit_one_generation_each(session_dir: Path, feed: Path) -> None:
-    start = Session.load(session_dir, registry=demo_registry(feed)).generation
+def test_concurrent_asks_under_every_ask_are_all_committed_grouped_after_their_replies(
+    session_dir: Path, feed: Path
+) -> None:
+    start = Session.load(session_dir, registry=demo_registry(feed))
+    walks_on_disk, _ = telemetry(start)
     with ServerProcess(["--session", str(session_dir)], env=env(feed)) as server:
         errors, paths = _hammer(server.port, 8, 5)
-        after = _session_resource(server.port)
+        deadline = time.monotonic() + 30
+        while (after := _session_resource(server.port))["checkpoints"]["pending"] and time.monotonic() < deadline:
+            time.sleep(0.05)  # the last commit runs after the last reply
+        on_disk = Session.load(session_dir, registry=demo_registry(feed))  # while the server still runs
     assert errors == [] and len(paths) == 40
-    assert after["generation"] == start + 40 and after["checkpoints"]["conflicts"] == 0
-    restored = Session.load(session_dir, registry=demo_registry(feed))
-    assert restored.generation == start + 40
+    assert after["checkpoints"]["pending"] == 0 and after["checkpoints"]["conflicts"] == 0
+    # every ask committed, several to a generation (one commit in flight, the rest grouped)
+    assert start.generation < after["generation"] < start.generation + 40
+    assert on_disk.generation == after["generation"]
+    assert telemetry(on_disk)[0] == walks_on_disk + sum(paths)
 
 
 # -- the whole path against a served deployment, then a restart --------------------------------------

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 from mcp import Client
-from mcp_helpers import ADVISORY, dir_bytes, served_session, state_bytes
+from mcp_helpers import ADVISORY, QUESTIONS, dir_bytes, served_session, state_bytes
 
 from contextmesh.belief.evidence import submit
 from contextmesh.core.errors import SessionError
@@ -390,3 +390,29 @@ async def test_mesh_flow_run_says_there_is_nothing_to_follow_in_process(served: 
         message = await refusal(client, "mesh_flow_run", {"flow_run_id": "anything"})
     assert recheck["flow_run"] is None  # in-process: the answer is the whole report
     assert "in-process" in message and "no flow run to follow" in message
+
+
+async def test_controlled_writes_after_asks_journal_what_changed_instead_of_a_snapshot(
+    served: ServedSession, session_dir: Path
+) -> None:
+    def manifest() -> dict[str, Any]:
+        return json.loads((session_dir / f"session-{served.session.generation:06d}.json").read_bytes())
+
+    snapshot = manifest()["graph"]
+    async with Client(build_server(served)) as client:
+        for question in QUESTIONS[:3]:
+            await call(client, "mesh_ask", {"question": question})  # telemetry pending or in flight
+        stored = await call(client, "mesh_submit_evidence", advisory(served))
+        after_evidence = manifest()
+        recheck = await call(client, "mesh_recheck")
+    assert stored["committed"] and recheck["committed"]
+    after_recheck = manifest()
+    # the snapshot is carried; each write added journal segments of what it changed
+    assert after_evidence["graph"] == snapshot and after_recheck["graph"] == snapshot
+    assert len(after_recheck["journal"]) > len(after_evidence["journal"]) >= 1
+    written = sum(segment["bytes"] for segment in after_recheck["journal"])
+    assert written < snapshot["bytes"] // 8
+    reloaded = Session.load(session_dir, registry=served.session.registry, policy="never")
+    assert state_bytes(reloaded) == state_bytes(served.session)  # replay holds every ask and both writes
+    walks = sum(node.walks for node in served.session.graph.nodes.values())
+    assert sum(node.walks for node in reloaded.graph.nodes.values()) == walks

@@ -3,9 +3,12 @@
 The plan has 56 tasks (4 layers x 14 columns: above the 50-task line, so its task runs are
 untagged, as the benchmark's are) and 0 ms workers. Three world changes are rerun by both
 contenders: the named case (a) (one fact, read directly by one task and indirectly, through data,
-by its dependents), a change of three facts that only declared and indirect reads see, and the named
-case (c) (a coarse fact moved inside its bucket). The counts are checked exactly against the ground
-truth, which the benchmark computes from the task functions alone.
+by its dependents), a change of three facts that only declared and indirect reads see, the named
+case (c) (a coarse fact moved inside its bucket, which its declarers state as their ground) and its
+exact twin (the same move on a session whose declarers state the exact value, so early cutoff must
+keep their dependents). The
+counts are checked exactly against the ground truth, which the benchmark computes from the task
+functions alone.
 """
 
 from __future__ import annotations
@@ -46,11 +49,11 @@ def test_contextmesh_reruns_exactly_what_the_task_functions_say_and_plain_prefec
         delay_ms=0,
         width=4,
         repeat=1,
-        only=("a", "c"),
+        only=("a", "c", "c-exact"),
         extra=(declared_only_change(plan),),
     )
     cases = {r.case.key: r for r in bench.cases}
-    assert set(cases) == {"a", "c", "declared"}
+    assert set(cases) == {"a", "c", "c-exact", "declared"}
 
     # Declared and indirect dependences: ContextMesh re-runs exactly what must re-run, serves nothing stale.
     for key in ("a", "declared"):
@@ -75,13 +78,33 @@ def test_contextmesh_reruns_exactly_what_the_task_functions_say_and_plain_prefec
     assert cases["a"].counts["plain Prefect"]["stale"] == 0
     assert len(cases["a"].executed["plain Prefect"]) < len(plan.tasks)
 
-    # (c) a rerun whose output is unchanged: both re-run the declarers (their ground was contradicted)
-    # and both stop there — Prefect's input-keyed cache, ContextMesh's early cutoff revalidating the
-    # rest of the closure (ADR 0018). Neither serves anything stale.
+    # (c) a coarse fact moved inside its bucket: its declarers state the bucket as their ground
+    # (ADR 0026), so the observation contradicts nothing and neither contender re-runs anything; the
+    # ContextMesh recheck ran only that fact's auditor (the others watch observations of their own
+    # facts, ADR 0019) and the plain user, with the same statement, bumped no version.
     unchanged = cases["c"]
     (coarse,) = unchanged.case.change
     declarers = set(plan.declarers(coarse))
     assert unchanged.truth.must == frozenset() and plan.downstream(declarers) > declarers
-    assert unchanged.executed["plain Prefect"] == declarers
-    assert unchanged.executed["ContextMesh"] == declarers
+    assert unchanged.executed["plain Prefect"] == unchanged.executed["ContextMesh"] == frozenset()
     assert unchanged.counts["ContextMesh"]["stale"] == unchanged.counts["plain Prefect"]["stale"] == 0
+    assert unchanged.fallen == 0 and unchanged.task_runs["ContextMesh"] == 1
+
+    # (c) again, grounds stated exactly: the observation contradicts the declarers' ground, so they
+    # re-run — needlessly, to their old outputs, which no system that cannot see inside the task
+    # function can avoid — and early cutoff (ADR 0018) revalidates every dependent instead of
+    # running it. Without cutoff the whole closure would execute. Plain Prefect, bumping the exact
+    # statement's version, re-runs the declarers too and its input-keyed cache stops there.
+    exact = cases["c-exact"]
+    assert exact.case.change == unchanged.case.change and exact.truth.must == frozenset()
+    assert exact.executed["ContextMesh"] == exact.executed["plain Prefect"] == declarers
+    for contender in ("ContextMesh", "plain Prefect"):
+        assert exact.counts[contender] == {
+            "executed": len(declarers),
+            "stale": 0,
+            "needless": len(declarers),
+            "missed": 0,
+        }, contender
+    dependents = plan.downstream(declarers) - declarers
+    assert exact.fallen == len(declarers) + len(dependents) and exact.revalidated == len(dependents)
+    assert exact.explained == exact.fallen and exact.ledger_ok, exact.ledger_message

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import time
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +20,9 @@ import pytest
 from contextmesh.cli import main
 from contextmesh.core.errors import ExecutionError
 from contextmesh.orchestration import reactions
+from contextmesh.orchestration.plain_api import dispatch_over_http
 from contextmesh.orchestration.reactor import react_seconds, reacts, warm_runs
+from contextmesh.orchestration.run_watch import RunWatch, finish_seconds, start_seconds
 from contextmesh.orchestration.serve_lines import run_line, started_line
 from contextmesh.orchestration.watched import Watched, auditor_files
 from contextmesh.orchestration.what_next import after_evidence, after_feed
@@ -159,3 +162,44 @@ def test_the_settings_default_and_parse() -> None:
     assert reacts({}) is True and reacts({"CONTEXTMESH_REACT": "0"}) is False
     with pytest.raises(ExecutionError, match=r"CONTEXTMESH_REACT='off': the rule is 1"):
         reacts({"CONTEXTMESH_REACT": "off"})
+
+
+@pytest.mark.parametrize("name", ["CONTEXTMESH_RUN_START_SECONDS", "CONTEXTMESH_RUN_SECONDS"])
+@pytest.mark.parametrize("value", ["0", "-5", "never", "nan", "1e9"])
+def test_a_bad_stuck_run_bound_is_refused_by_name(name: str, value: str) -> None:
+    read = start_seconds if name == "CONTEXTMESH_RUN_START_SECONDS" else finish_seconds
+    with pytest.raises(ExecutionError, match=rf"{name}={value!r}: the rule is a number of seconds above 0"):
+        read({name: value})
+
+
+def test_the_stuck_run_bounds_default_and_parse() -> None:
+    assert start_seconds({}) == 120.0 and start_seconds({"CONTEXTMESH_RUN_START_SECONDS": "5"}) == 5.0
+    assert finish_seconds({}) == 3600.0 and finish_seconds({"CONTEXTMESH_RUN_SECONDS": "90"}) == 90.0
+
+
+def test_a_claimed_run_is_overdue_past_either_bound_and_a_given_up_one_stops_counting() -> None:
+    now = [0.0]
+    watch = RunWatch(start=10, finish=100, clock=lambda: now[0])
+    quick, slow = uuid.uuid4(), uuid.uuid4()
+    watch.claimed(quick, "recheck")
+    now[0] = 5.0
+    watch.claimed(slow, "plan")
+    now[0] = 10.0
+    assert watch.overdue() == [] and watch.active() == 2, "at the bound is not past it"
+    now[0] = 10.5
+    (stuck,) = watch.overdue()
+    assert (stuck.flow_run_id, stuck.role, stuck.started) == (quick, "recheck", False)
+    assert "did not reach its first step within 10 s (CONTEXTMESH_RUN_START_SECONDS)" in stuck.message
+    assert len(watch.overdue()) == 1, "still overdue until it is given up"
+    watch.given_up(stuck)
+    assert watch.active() == 1 and watch.overdue() == []
+    now[0] = 15.5
+    assert [late.flow_run_id for late in watch.overdue()] == [slow]
+    watch.ended(slow)
+    assert watch.active() == 0 and watch.overdue() == []
+
+
+def test_the_dispatch_setting_defaults_to_plain_http_and_a_bad_one_is_refused_by_name() -> None:
+    assert dispatch_over_http({}) is True and dispatch_over_http({"CONTEXTMESH_DISPATCH": "prefect"}) is False
+    with pytest.raises(ExecutionError, match=r"CONTEXTMESH_DISPATCH='grpc': the rule is http .* or prefect"):
+        dispatch_over_http({"CONTEXTMESH_DISPATCH": "grpc"})

@@ -259,3 +259,38 @@ def test_deployment_flag_dispatches_without_a_served_record_and_refuses_another_
     done = loads(capsys.readouterr().out)
     assert done["dispatched"]["deployment"] == "contextmesh-recheck/recheck"
     assert done["dispatched"]["state"] in {"COMPLETED", "CANCELLED"}  # CANCEL_NEW when a scheduled one runs
+
+
+_IMPORTS_PREFECT = (
+    "import sys; from contextmesh.cli import main; status = main(sys.argv[1:]); "
+    "print('imported prefect: ' + str(any(m.split('.')[0] == 'prefect' for m in sys.modules)), file=sys.stderr); "
+    "sys.exit(status)"
+)
+
+
+def test_a_dispatched_resume_goes_over_plain_http_and_imports_no_prefect(
+    serving: Served, disproof: dict[str, Any]
+) -> None:
+    """``contextmesh resume`` on a served session, in a fresh process: the flow run is made under ADR
+    0006's key with the resume's tags and awaited over plain HTTP (plain_api), and the command never
+    imports Prefect (issue 20). The repair and resume above take the same path in this process."""
+    args = ["resume", "--session", str(serving.directory), "--feed", str(serving.feed), "--json", "--wait", "120"]
+    env = {**os.environ, "CONTEXTMESH_HOME": str(serving.home)}
+    env.pop("CONTEXTMESH_DISPATCH", None)
+    done = subprocess.run(
+        [sys.executable, "-c", _IMPORTS_PREFECT, *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "imported prefect: False" in done.stderr
+    dispatched = loads(done.stdout)["dispatched"]
+    assert dispatched["state"] == "COMPLETED" and dispatched["finished"] is True
+    run = flow_run(serving.api, dispatched["flow_run_id"])
+    assert run["state_type"] == "COMPLETED"
+    assert run["parameters"]["mode"] == "resume" and run["parameters"]["feed"] == str(serving.feed.resolve())
+    assert {f"cm.session:{serving.session_id}", "cm.trigger:cli"} <= set(run["tags"])
+    assert run["idempotency_key"].startswith(f"contextmesh-resume|{serving.session_id}|")

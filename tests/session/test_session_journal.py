@@ -394,3 +394,28 @@ def test_a_fifo_under_a_segments_name_is_refused_without_blocking(template: tupl
     os.mkfifo(directory / name)
     error = refused(directory, feed)
     assert error.path == name and "a fifo" in str(error)
+
+
+def test_a_lossless_copy_carrying_the_journal_commits_a_segment_with_the_pending_asks(
+    template: tuple[Path, Path], tmp_path: Path
+) -> None:
+    from dataclasses import replace
+
+    from contextmesh.formats.graph_file import dump_graph, load_graph
+    from contextmesh.formats.resolver_file import load_resolver
+
+    live = opened(template, tmp_path)
+    live.policy = "on-exit"
+    for question in QUESTIONS[:3]:
+        live.ask(question)  # pending: counters and resolver log records not yet committed
+    assert live.directory is not None and live.pending == 3
+    _, before = manifest_doc(live.directory)
+    graph = load_graph(dump_graph(live.graph))
+    copy = replace(live, graph=graph, resolver=load_resolver(dump_resolver(live.resolver), graph))
+    live.carry_journal(copy)
+    add_evidence(copy, "a copy's evidence")
+    copy.commit()
+    _, after = manifest_doc(live.directory)
+    assert after["graph"] == before["graph"] and after["resolver"] == before["resolver"]
+    assert len(after["journal"]) == len(before["journal"]) + 1
+    assert_replays_to(copy)  # the asks' telemetry and the evidence, from the one segment

@@ -1,0 +1,91 @@
+"""The CLI's plain-HTTP calls to Prefect's API (plain_api): retries a busy server as Prefect's client does,
+and refuses the rest by name.
+
+A real HTTP server on loopback (the standard library's) stands in for a Prefect API that is busy:
+it answers ``503`` with ``Retry-After: 0`` a given number of times before it answers. Prefect's own
+server does that when its SQLite database is locked under load (seen in test_serve_e2e, issue 20).
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import pytest
+
+from contextmesh.core.errors import ExecutionError
+from contextmesh.orchestration.plain_api import MAX_RETRIES, PlainApi
+
+
+class _Busy(ThreadingHTTPServer):
+    def __init__(self, busy: int, status: int) -> None:
+        super().__init__(("127.0.0.1", 0), _Handler)
+        self.busy, self.status, self.seen = busy, status, 0
+        self.headers_seen: list[dict[str, str]] = []
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server: _Busy
+
+    def do_GET(self) -> None:
+        self.server.seen += 1
+        self.server.headers_seen.append(dict(self.headers))
+        if self.server.seen <= self.server.busy:
+            self._reply(503, {"exception_message": "Service Unavailable"}, {"Retry-After": "0"})
+        else:
+            self._reply(self.server.status, {"id": "run-1", "state": {"type": "COMPLETED", "name": "Completed"}})
+
+    def _reply(self, status: int, body: dict[str, Any], headers: dict[str, str] | None = None) -> None:
+        data = json.dumps(body).encode()
+        self.send_response(status)
+        for name, value in {"Content-Type": "application/json", **(headers or {})}.items():
+            self.send_header(name, value)
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def log_message(self, *_: object) -> None:
+        pass
+
+
+@pytest.fixture
+def serve_busy() -> Iterator[Any]:
+    made: list[_Busy] = []
+
+    def start(busy: int, status: int = 200) -> tuple[_Busy, str]:
+        server = _Busy(busy, status)
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        made.append(server)
+        return server, f"http://127.0.0.1:{server.server_address[1]}/api"
+
+    yield start
+    for server in made:
+        server.shutdown()
+        server.server_close()
+
+
+def test_a_busy_server_is_asked_again_until_it_answers(serve_busy: Any) -> None:
+    server, api = serve_busy(busy=2)
+    with PlainApi(api, environ={"PREFECT_API_KEY": "pnu_key"}) as plain:
+        assert plain.flow_run("run-1")["state"]["type"] == "COMPLETED"
+    assert server.seen == 3
+    assert {h.get("Authorization") for h in server.headers_seen} == {"Bearer pnu_key"}
+
+
+def test_a_server_busy_past_the_retries_is_refused_naming_the_call_and_the_answer(serve_busy: Any) -> None:
+    server, api = serve_busy(busy=MAX_RETRIES + 1)
+    with PlainApi(api, environ={}) as plain, pytest.raises(ExecutionError, match=r"GET /flow_runs/run-1 with 503"):
+        plain.flow_run("run-1")
+    assert server.seen == MAX_RETRIES + 1
+
+
+def test_a_refused_key_and_a_missing_run_are_said_by_name(serve_busy: Any) -> None:
+    _, api = serve_busy(busy=0, status=401)
+    with PlainApi(api, environ={}) as plain, pytest.raises(ExecutionError, match=r"refused GET .*PREFECT_API_KEY"):
+        plain.flow_run("run-1")
+    _, api = serve_busy(busy=0, status=404)
+    with PlainApi(api, environ={}) as plain, pytest.raises(ExecutionError, match=r"no flow run run-1 on"):
+        plain.flow_run("run-1")
