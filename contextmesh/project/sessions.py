@@ -30,6 +30,7 @@ from contextmesh.knowledge.flat_baseline import FlatBaseline
 from contextmesh.knowledge.folder import read_folder
 from contextmesh.knowledge.pipeline import build
 from contextmesh.knowledge.resolve import Resolver
+from contextmesh.knowledge.traverse import Walker
 from contextmesh.project import binding, embedding
 from contextmesh.project.config import ProjectError
 from contextmesh.session.commit import latest_generation
@@ -138,6 +139,15 @@ def ensure_session(project: Project, *, patience: float = 30.0) -> Path:
     return target
 
 
+def _embedding(session: Session, project: Project) -> Session:
+    """``session`` walking and ingesting with the project's embedder (a reload keeps it: ``Session._adopt``)."""
+    session.embedder = project.embedder()
+    session.walker = Walker(
+        session.graph, session.resolver, embedder=session.embedder, settings=session.settings, flat=session.flat
+    )
+    return session
+
+
 def open_session(
     project: Project,
     directory: Path | None = None,
@@ -149,7 +159,7 @@ def open_session(
     project's registry."""
     target = ensure_session(project) if directory is None else directory
     embedding.check_session(target, project.embedder(), project.embedder_spec)
-    session = Session.load(target, registry=project.registry(), policy=policy, embedder=project.embedder())
+    session = _embedding(Session.load(target, registry=project.registry(), policy=policy), project)
     if executor is not None and session.runner is not None:
         session.runner.executor = executor
     return _attach_flat(project, session)

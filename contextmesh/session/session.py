@@ -92,7 +92,7 @@ class Session:
     runner: Plan | None = None
     registry: TaskRegistry | None = None
     flat: FlatBaseline | None = None
-    embedder: Embedder | None = None  # what embeds questions and ingested text (None: the hashed default)
+    embedder: Embedder | None = None  # embeds questions and ingested text (None: hashed); a reload keeps it
     policy: str = "every-ask"
     read_only: bool = False
     trusted_keys: tuple[NoteVerifier, ...] = ()  # pinned at load; a reload pins them again
@@ -160,7 +160,6 @@ class Session:
         flat: FlatBaseline | None = None,
         policy: str = "every-ask",
         trusted_keys: Sequence[NoteVerifier] = (),
-        embedder: Embedder | None = None,
     ) -> Session:
         """Load the newest whole generation of ``directory`` (untrusted input, fully checked).
 
@@ -171,24 +170,12 @@ class Session:
         pinned = tuple(trusted_keys)
         loaded = load_directory(directory, registry=registry, trusted_keys=pinned)
         return cls._from_loaded(
-            directory,
-            loaded,
-            registry=registry,
-            flat=flat,
-            policy=policy,
-            read_only=False,
-            trusted_keys=pinned,
-            embedder=embedder,
+            directory, loaded, registry=registry, flat=flat, policy=policy, read_only=False, trusted_keys=pinned
         )
 
     @classmethod
     def open_readonly(
-        cls,
-        directory: Path,
-        *,
-        flat: FlatBaseline | None = None,
-        trusted_keys: Sequence[NoteVerifier] = (),
-        embedder: Embedder | None = None,
+        cls, directory: Path, *, flat: FlatBaseline | None = None, trusted_keys: Sequence[NoteVerifier] = ()
     ) -> Session:
         """Load ``directory`` to read it, never to write it, with no registry.
 
@@ -200,14 +187,7 @@ class Session:
         pinned = tuple(trusted_keys)
         loaded = load_directory(directory, read_only=True, trusted_keys=pinned)
         return cls._from_loaded(
-            directory,
-            loaded,
-            registry=None,
-            flat=flat,
-            policy="never",
-            read_only=True,
-            trusted_keys=pinned,
-            embedder=embedder,
+            directory, loaded, registry=None, flat=flat, policy="never", read_only=True, trusted_keys=pinned
         )
 
     @classmethod
@@ -221,7 +201,6 @@ class Session:
         policy: str,
         read_only: bool,
         trusted_keys: tuple[NoteVerifier, ...],
-        embedder: Embedder | None = None,
     ) -> Session:
         stored = {f.name: getattr(loaded.manifest, f.metadata["manifest"]) for f in _STORED_FIELDS}
         session = cls(
@@ -234,7 +213,6 @@ class Session:
             policy=policy,
             read_only=read_only,
             trusted_keys=trusted_keys,
-            embedder=embedder,
             **stored,
         )
         if not read_only:
@@ -245,16 +223,9 @@ class Session:
 
     def _reload(self, directory: Path) -> Session:
         if self.read_only:
-            return Session.open_readonly(
-                directory, flat=self.flat, trusted_keys=self.trusted_keys, embedder=self.embedder
-            )
+            return Session.open_readonly(directory, flat=self.flat, trusted_keys=self.trusted_keys)
         return Session.load(
-            directory,
-            registry=self.registry,
-            flat=self.flat,
-            policy=self.policy,
-            trusted_keys=self.trusted_keys,
-            embedder=self.embedder,
+            directory, registry=self.registry, flat=self.flat, policy=self.policy, trusted_keys=self.trusted_keys
         )
 
     def _refuse_write(self, what: str) -> None:
@@ -353,10 +324,10 @@ class Session:
         return self.directory
 
     def _adopt(self, other: Session) -> None:
-        """Take a reload's state (every field passed in, and the walker built on it); keep this
-        process's counters."""
-        for name in (*_INIT_FIELDS, "walker", "_journal"):
+        """Take a reload's state (every field passed in but the embedder); keep this process's counters."""
+        for name in (*_INIT_FIELDS, "_journal"):
             setattr(self, name, getattr(other, name))
+        self.__post_init__()  # the walker, on the reloaded graph, with this session's embedder
 
     def refresh(self) -> bool:
         """Reload when another writer committed a newer generation (one ``stat``); True if it did."""
@@ -483,7 +454,7 @@ class Session:
         return None if self.runner is None else self.runner.ledger
 
 
-_INIT_FIELDS = tuple(f.name for f in fields(Session) if f.init)
+_INIT_FIELDS = tuple(f.name for f in fields(Session) if f.init and f.name != "embedder")
 _STORED_FIELDS = tuple(f for f in fields(Session) if "manifest" in f.metadata)
 
 
