@@ -29,6 +29,7 @@ from contextmesh.belief.invalidation import apply_invalidation, blast_radius
 from contextmesh.core.errors import InputError
 from contextmesh.core.graph import ContextGraph
 from contextmesh.knowledge.corpus import parse_date
+from contextmesh.knowledge.embed import Embedder
 from contextmesh.knowledge.flat_baseline import FlatBaseline
 from contextmesh.knowledge.resolve import Resolver
 from contextmesh.knowledge.traverse import Walk, Walker
@@ -171,7 +172,13 @@ class AsOf:
 
 
 def explain_as_of(
-    graph: ContextGraph, resolver: Resolver, question: str, as_of: str, *, flat: FlatBaseline | None = None
+    graph: ContextGraph,
+    resolver: Resolver,
+    question: str,
+    as_of: str,
+    *,
+    flat: FlatBaseline | None = None,
+    embedder: Embedder | None = None,
 ) -> AsOf:
     """Answer ``question`` from the graph as it stood on ``as_of`` (YYYY-MM-DD). Moves no telemetry."""
     when = date_of(as_of)
@@ -184,7 +191,7 @@ def explain_as_of(
     for surface, entity_id in resolver.aliases.items():
         scratch.add_alias(surface, entity_id)
     scratch.blocks = {key: list(ids) for key, ids in resolver.blocks.items()}
-    walk = Walker(projection, scratch, flat=flat).ask(question)
+    walk = Walker(projection, scratch, embedder=embedder, flat=flat).ask(question)
     counts = {"known": 0, "later": 0, "undated": 0}
     for cls in classes.values():
         counts[cls] += 1

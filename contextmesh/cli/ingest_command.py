@@ -1,12 +1,15 @@
 """``contextmesh ingest PATH… --session DIR``: a user's documents into a session, incrementally.
 
-The session is created when ``DIR`` is absent or empty, else loaded (with the bundled example
-project's registry, so a saved session of it keeps its plan's keys). One run is one increment
+The session is created when ``DIR`` is absent or empty, else loaded with the registry of the
+nearest project at or above the working directory, else the bundled example project's (so a saved
+session of it keeps its plan's keys). One run is one increment
 (:func:`~contextmesh.belief.ingestion.ingest`): unchanged files cost a hash each and commit nothing;
 new, revised and deleted files are written, the claims a revision no longer makes are superseded,
 and every task of the session's plan whose decision fell with them is made stale (the next
 ``resume`` re-runs exactly those). ``--dry-run`` says what would be added, superseded and
-invalidated and writes nothing. ``--suggest-entities FILE`` writes an editable entities file (and
+invalidated and writes nothing. ``--embedder SPEC`` (default: the nearest project's ``[project]
+embedder``, else hashed) embeds the new text; a session made by another embedder is refused
+(ADR 0031). ``--suggest-entities FILE`` writes an editable entities file (and
 its candidate list beside it) from the documents instead.
 """
 
@@ -20,6 +23,7 @@ from contextmesh.cli.failure import UsageError, writing
 
 if TYPE_CHECKING:
     from contextmesh.belief.ingestion import Ingestion
+    from contextmesh.project.project import Project
 
 __all__ = ["ingest", "render_ingestion"]
 
@@ -39,6 +43,28 @@ def _suggest(args: argparse.Namespace) -> tuple[Any, str]:
     return data, f"wrote {out} (edit it, then ingest with --entities {out}) and {sidecar}"
 
 
+def _embedding_project(args: argparse.Namespace) -> Project:
+    """The project whose registry opens the session and whose embedder embeds (ADR 0031): the nearest
+    one at or above the working directory, else the bundled one (a saved demo session's plan);
+    ``--embedder`` overrides its ``[project] embedder``."""
+    from contextmesh.cli.extensions import given_settings  # noqa: PLC0415
+    from contextmesh.project.bundled import bundled_project  # noqa: PLC0415
+    from contextmesh.project.project import find_project  # noqa: PLC0415
+
+    nearest = find_project()
+    given = given_settings(args)
+    if nearest is not None and given:
+        name = next(iter(given))
+        raise UsageError(
+            f"--{name} is a setting of the bundled example project; project {nearest.name!r} ({nearest.file}) "
+            "reads its own [settings]",
+            prog="contextmesh ingest",
+            path=f"--{name}",
+        )
+    project = nearest if nearest is not None else bundled_project(given)
+    return project if args.embedder is None else project.with_embedder(args.embedder)
+
+
 def ingest(args: argparse.Namespace) -> tuple[Any, str]:
     """``contextmesh ingest``: see the module docstring."""
     if args.suggest_entities is not None:
@@ -55,22 +81,22 @@ def ingest(args: argparse.Namespace) -> tuple[Any, str]:
         )
     from contextmesh.core.graph import ContextGraph  # noqa: PLC0415
     from contextmesh.knowledge.resolve import Resolver  # noqa: PLC0415
+    from contextmesh.project.embedding import record  # noqa: PLC0415
     from contextmesh.session.ingest_session import ingest_into  # noqa: PLC0415
     from contextmesh.session.session import Session  # noqa: PLC0415
 
+    project = _embedding_project(args)
     created = _new_or_empty(args.session)
     if created:
-        session = Session(ContextGraph(), Resolver())
+        session = Session(ContextGraph(), Resolver(), embedder=project.embedder())
     else:
-        from contextmesh.cli.extensions import given_settings  # noqa: PLC0415
-        from contextmesh.project.bundled import bundled_project  # noqa: PLC0415
-
-        session = bundled_project(given_settings(args)).open_session(args.session)
+        session = project.open_session(args.session)  # refused when the session was built with another embedder
     result, stale = ingest_into(session, args.paths, root=args.root, entities=args.entities, dry_run=args.dry_run)
     if result.wrote and not args.dry_run:
         with writing(f"the session {args.session}"):
             if created:
                 Session.create(args.session, session)
+                record(args.session, project.embedder(), project.embedder_spec)
             else:
                 session.commit()
     data = {**result.to_dict(), "stale_tasks": stale, "generation": session.generation, "created": created}

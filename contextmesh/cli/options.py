@@ -32,6 +32,7 @@ __all__ = [
     "MAX_WAIT",
     "Count",
     "EdgePolicy",
+    "EmbedderChoice",
     "IsoDate",
     "Key",
     "PathOption",
@@ -173,6 +174,21 @@ class IsoDate:
         except InputError:
             raise _refuse(text, "is not a date; the rule is a calendar date written YYYY-MM-DD") from None
         return text
+
+
+@dataclass(frozen=True)
+class EmbedderChoice:
+    """An embedder choice (ADR 0031): hashed, hashed-<n>, model:<directory> (from here) or package:<name>."""
+
+    kind: str = "embedder"
+
+    def __call__(self, text: str) -> str:
+        from contextmesh.project.embedding import check_spec  # noqa: PLC0415 - only when the option is given
+
+        try:
+            return check_spec(text, "--embedder", root=Path.cwd())
+        except InputError as exc:
+            raise _refuse(text, f"is not an embedder; the rule is {exc.rule}") from None
 
 
 @dataclass(frozen=True)

@@ -31,6 +31,7 @@ from contextmesh.cli.options import (
     MAX_WAIT,
     Count,
     EdgePolicy,
+    EmbedderChoice,
     FilePath,
     IsoDate,
     Key,
@@ -116,6 +117,17 @@ def project_option(sub: argparse.ArgumentParser) -> None:
     )
 
 
+def embedder_option(sub: argparse.ArgumentParser) -> None:
+    """``--embedder SPEC``: the embedder for this command (default: the project's ``[project] embedder``)."""
+    sub.add_argument(
+        "--embedder",
+        type=EmbedderChoice(),
+        metavar="SPEC",
+        help="hashed, hashed-N, model:DIR or package:NAME (default: the project's embedder, else hashed);"
+        " a session is asked and ingested with the embedder that built it",
+    )
+
+
 def _common(
     sub: argparse.ArgumentParser,
     *,
@@ -140,6 +152,7 @@ def _reading_commands(commands: Commands) -> None:
     ask.add_argument("question", type=Text("a question"), help="the question, in quotes")
     ask.add_argument("--as-of", type=IsoDate(), metavar="DATE", help="answer from the graph as it stood on YYYY-MM-DD")
     ask.add_argument("--policy", type=EdgePolicy(), metavar="TYPES", help="comma-separated edge types to follow")
+    embedder_option(ask)
     _common(ask, rounds=0)
     ask.set_defaults(handler=reads.ask)
     health = commands.add_parser("health", help="what is quietly wrong with the graph")
@@ -213,6 +226,7 @@ def _ingesting(commands: Commands) -> None:
         "--root", type=INGEST_ROOT, metavar="DIR", help="name documents from here (default: the paths' folder)"
     )
     ing.add_argument("--dry-run", action="store_true", help="say what would be added, superseded and invalidated")
+    embedder_option(ing)
     ing.add_argument(
         "--suggest-entities", type=ENTITIES_OUT, metavar="FILE", help="write an editable entities file instead"
     )

@@ -10,6 +10,7 @@ Options that do not go together are refused here as usage errors, before any wor
 from __future__ import annotations
 
 import argparse
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from contextmesh.cli.failure import UsageError, writing
@@ -112,6 +113,14 @@ def ask(args: argparse.Namespace) -> tuple[Any, str]:
             prog="contextmesh ask",
             path="--policy",
         )
+    if where is None and args.embedder is not None:
+        raise UsageError(
+            "--embedder picks a project's or a session's embedder; the in-memory example is built with hashed",
+            prog="contextmesh ask",
+            path="--embedder",
+        )
+    if where is not None and args.embedder is not None:
+        where = replace(where, project=where.project.with_embedder(args.embedder))
     if where is None:
         world = _world(args, 0)
         if args.as_of is not None:
@@ -124,7 +133,9 @@ def ask(args: argparse.Namespace) -> tuple[Any, str]:
     # The CLI commits itself (not the every-ask policy inside Session.ask) so it can say whether it landed.
     session = writer(args, where, policy="on-exit")
     if args.as_of is not None:
-        explained = explain_as_of(session.graph, session.resolver, args.question, args.as_of, flat=session.flat)
+        explained = explain_as_of(
+            session.graph, session.resolver, args.question, args.as_of, flat=session.flat, embedder=session.embedder
+        )
         why = "an --as-of answer moves no telemetry, so there is nothing to commit"
         data = {
             **explained.to_dict(),

@@ -33,6 +33,7 @@ from contextmesh import (
 )
 from contextmesh.demo import BREAK_PATH, CORPUS_PATH, QUESTIONS_PATH, SIDECAR_PATH
 from contextmesh.demo.scenario import BreakScenario, load_break
+from contextmesh.knowledge.embed import Embedder
 
 __all__ = [
     "DEMO_CORPUS",
@@ -120,18 +121,22 @@ def record_sidecar(world: DemoWorld) -> None:
             supersedes=None if spec.supersedes is None else world.decision_ids[spec.supersedes],
         )
         world.decision_ids[spec.key] = record.id
-    embedder = HashedEmbedder()
+    embedder = world.walker.embedder  # the one that built the graph: one embedder's vectors per graph
     for node in graph:
         if node.embedding is None:
             node.embedding = embedder.embed(node.label)
 
 
 def build_world(
-    rounds: int = 8, *, progress: Progress | None = None, settings: WalkerSettings | None = None
+    rounds: int = 8,
+    *,
+    progress: Progress | None = None,
+    settings: WalkerSettings | None = None,
+    embedder: Embedder | None = None,
 ) -> DemoWorld:
-    """Build the demo graph, record its sidecar and run ``rounds`` walk rounds."""
+    """Build the demo graph (with ``embedder``, default hashed), record its sidecar and run ``rounds`` walk rounds."""
     corpus, sidecar = load_demo()
-    embedder = HashedEmbedder()
+    embedder = embedder or HashedEmbedder()
     result = build_graph(corpus, embedder=embedder, progress=progress)
     walker = Walker(
         result.graph, result.resolver, embedder=embedder, settings=settings, flat=FlatBaseline(result.chunks, embedder)

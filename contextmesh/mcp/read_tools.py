@@ -289,7 +289,9 @@ def mesh_explain_as_of(session: Session, question: Question, as_of: IsoDate) -> 
     and no rejection whose evidence came later, leaks in. Each path node is classed known, later
     or undated. Moves no telemetry."""
     try:
-        result = explain_as_of(session.graph, session.resolver, question, as_of, flat=session.flat)
+        result = explain_as_of(
+            session.graph, session.resolver, question, as_of, flat=session.flat, embedder=session.embedder
+        )
     except ContextMeshError as exc:
         raise MeshToolError(str(exc)) from None
     return AsOfResult.model_validate(result.to_dict())

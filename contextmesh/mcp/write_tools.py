@@ -172,6 +172,7 @@ def commit_through_clone(
             directory = clone.directory
             assert directory is not None  # write_refusal() let only a durable session through
             base = Session.load(directory, registry=base.registry, flat=base.flat, policy=base.policy)
+            base.embedder = served.session.embedder  # the clone made from it embeds as the served session does
             base.walker.walks = served.session.walker.walks
             continue
         except SessionLockedError as exc:

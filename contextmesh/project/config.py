@@ -10,6 +10,7 @@ The file (ADR 0009) has four tables::
     documents = ["docs"]            optional: folders of documents
     flat = "pkg.plan:flat"          optional: the flat top-k baseline a walk's tokens are compared with
     extension = "pkg.cli:extension" optional: the project's own commands and setting options (ADR 0023)
+    embedder = "hashed"             optional: hashed | hashed-<n> | model:<folder> | package:<name> (ADR 0031)
 
     [settings]                      optional, free-form: handed to the registry factory
     [deploy]                        optional: prefix, work_pool, recheck_interval
@@ -61,7 +62,7 @@ _REFERENCE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*:[A-Z
 _SETTING = re.compile(r"[A-Za-z_][A-Za-z0-9_-]{0,62}")
 _TEXT_LIMIT = 4096
 _TABLES: dict[str, tuple[str, ...]] = {
-    "project": ("name", "registry", "plan", "session", "documents", "flat", "extension"),
+    "project": ("name", "registry", "plan", "session", "documents", "flat", "extension", "embedder"),
     "settings": (),  # free-form
     "deploy": ("prefix", "work_pool", "recheck_interval"),
     "run": ("executor",),
@@ -98,6 +99,7 @@ class ProjectConfig:
     settings: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
     deploy: DeploySettings = field(default_factory=lambda: DeploySettings("project"))
     executor: str = "prefect"
+    embedder: str = "hashed"
 
 
 def check_name(name: object, where: str) -> str:
@@ -324,4 +326,19 @@ def load_config(file: Path) -> ProjectConfig:
         settings=MappingProxyType(settings),
         deploy=_deploy(reader, tables["deploy"], name),
         executor=executor,
+        embedder=_embedder(reader, project.get("embedder", "hashed")),
     )
+
+
+def _embedder(reader: _Reader, value: object) -> str:
+    """The embedder choice; a ``model:`` folder is a path like any other (relative, inside the root)."""
+    from contextmesh.project.embedding import check_spec  # noqa: PLC0415 - the session layer only when asked
+
+    keys = ("project", "embedder")
+    text = reader.text(value, *keys)
+    if text.startswith("model:"):
+        reader.path(text[len("model:") :], *keys)
+    try:
+        return check_spec(text, reader.at(*keys), root=reader.root)
+    except InputError as exc:
+        raise ProjectError(exc.path, exc.found, exc.rule) from None

@@ -14,7 +14,7 @@ the overrides travel with the registry's recipe, so a Dask worker rebuilds the s
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
@@ -27,6 +27,7 @@ from contextmesh.project.config import PROJECT_FILE, DeploySettings, ProjectConf
 if TYPE_CHECKING:
     from contextmesh.core.graph import ContextGraph
     from contextmesh.execution.calls import Executor
+    from contextmesh.knowledge.embed import Embedder
     from contextmesh.session.session import Session
 
 __all__ = ["INIT_HINT", "Project", "find_project", "load_project", "project_file"]
@@ -41,6 +42,7 @@ class Project:
     config: ProjectConfig
     overrides: tuple[tuple[str, str], ...] = ()
     _made: dict[str, TaskRegistry] = field(default_factory=dict, repr=False)
+    _embedders: dict[str, Embedder] = field(default_factory=dict, repr=False)
 
     @property
     def root(self) -> Path:
@@ -78,6 +80,29 @@ class Project:
         return self.config.executor
 
     @property
+    def embedder_spec(self) -> str:
+        """The embedder choice every graph of this project is built and walked with (ADR 0031)."""
+        return self.config.embedder
+
+    def with_embedder(self, spec: str) -> Project:
+        """This project with another embedder choice for this process (``--embedder``, checked already)."""
+        return Project(replace(self.config, embedder=spec), self.overrides)
+
+    def embedder(self) -> Embedder:
+        """The chosen embedder (a model is read on first use, then the same object)."""
+        if "embedder" not in self._embedders:
+            spec = self.embedder_spec
+            if spec == "hashed":  # the default imports no model code (a CLI ask's start-up)
+                from contextmesh.knowledge.embed import HashedEmbedder  # noqa: PLC0415
+
+                self._embedders["embedder"] = HashedEmbedder()
+            else:
+                from contextmesh.knowledge.sentence_model import embedder_for  # noqa: PLC0415
+
+                self._embedders["embedder"] = embedder_for(spec)
+        return self._embedders["embedder"]
+
+    @property
     def settings(self) -> Mapping[str, Any]:
         """``[settings]``, with this process's overrides on top."""
         return MappingProxyType({**self.config.settings, **dict(self.overrides)})
@@ -88,7 +113,7 @@ class Project:
             if type(value) is not str:
                 raise ProjectError(f"settings.{name}", f"a {type(value).__name__}", "an override is text")
         merged = {**dict(self.overrides), **values}
-        return Project(self.config, tuple(sorted(merged.items())))
+        return Project(self.config, tuple(sorted(merged.items())), _embedders=self._embedders)
 
     def path(self, setting: str) -> Path:
         """The text setting ``setting`` as a path resolved against the root, refused if it leaves it."""
@@ -153,6 +178,7 @@ class Project:
             "file": str(self.file),
             "session": None if self.session is None else str(self.session),
             "executor": self.executor,
+            "embedder": self.embedder_spec,
         }
 
 

@@ -9,6 +9,9 @@
   keys this project cannot resolve can still be shown, verified, checked and exported.
 * :func:`unresolved_keys` — which of a plan's keys the project's registry does not hold.
 
+The project's embedder (``[project] embedder``, ADR 0031) builds the session and walks and ingests
+into it; :func:`open_session` refuses a session whose record (``embedder.json``) names another.
+
 Two processes opening a new project at once both try to create the session; the one that loses
 finds the directory taken and loads what the other wrote.
 """
@@ -23,12 +26,12 @@ from contextmesh.core.errors import SessionError
 from contextmesh.core.graph import ContextGraph
 from contextmesh.execution.calls import Executor
 from contextmesh.execution.plan import Plan
-from contextmesh.knowledge.embed import HashedEmbedder
 from contextmesh.knowledge.flat_baseline import FlatBaseline
 from contextmesh.knowledge.folder import read_folder
 from contextmesh.knowledge.pipeline import build
 from contextmesh.knowledge.resolve import Resolver
-from contextmesh.project import binding
+from contextmesh.knowledge.traverse import Walker
+from contextmesh.project import binding, embedding
 from contextmesh.project.config import ProjectError
 from contextmesh.session.commit import latest_generation
 from contextmesh.session.layout import LOCK_NAME
@@ -76,7 +79,7 @@ def _built(project: Project) -> tuple[ContextGraph, Resolver, FlatBaseline | Non
     if not folders:
         return ContextGraph(), Resolver(), None
     corpus, _ = read_folder(folders, root=project.root)
-    embedder = HashedEmbedder()
+    embedder = project.embedder()
     result = build(corpus, embedder=embedder)
     return result.graph, result.resolver, FlatBaseline(result.chunks, embedder)
 
@@ -85,8 +88,18 @@ def create_session(project: Project, directory: Path) -> Session:
     """A new session in ``directory``: the project's documents built, its plan declared, nothing run."""
     graph, resolver, flat = _built(project)
     plan: Plan = project.new_plan(graph)
-    session = Session(graph, resolver, corpus=corpus_label(project), runner=plan, registry=plan.registry, flat=flat)
-    return Session.create(directory, session)
+    session = Session(
+        graph,
+        resolver,
+        corpus=corpus_label(project),
+        runner=plan,
+        registry=plan.registry,
+        flat=flat,
+        embedder=project.embedder(),
+    )
+    created = Session.create(directory, session)
+    embedding.record(directory, project.embedder(), project.embedder_spec)
+    return created
 
 
 def _attach_flat(project: Project | None, session: Session) -> Session:
@@ -116,11 +129,23 @@ def ensure_session(project: Project, *, patience: float = 30.0) -> Path:
         if not (target / LOCK_NAME).exists():
             raise  # a folder holding something else: a real refusal, said by Session.create
         deadline = time.monotonic() + patience
-        while latest_generation(target) == 0 and time.monotonic() < deadline:
+        # The winner records its embedder just after its first generation: wait for both.
+        while time.monotonic() < deadline and not (
+            latest_generation(target) > 0 and (target / embedding.EMBEDDER_FILE).exists()
+        ):
             time.sleep(0.05)
         if latest_generation(target) == 0:
             raise
     return target
+
+
+def _embedding(session: Session, project: Project) -> Session:
+    """``session`` walking and ingesting with the project's embedder (a reload keeps it: ``Session._adopt``)."""
+    session.embedder = project.embedder()
+    session.walker = Walker(
+        session.graph, session.resolver, embedder=session.embedder, settings=session.settings, flat=session.flat
+    )
+    return session
 
 
 def open_session(
@@ -133,14 +158,18 @@ def open_session(
     """Load the session (``directory``, else the project's own, created on first use) with the
     project's registry."""
     target = ensure_session(project) if directory is None else directory
-    session = Session.load(target, registry=project.registry(), policy=policy)
+    embedding.check_session(target, project.embedder(), project.embedder_spec)
+    session = _embedding(Session.load(target, registry=project.registry(), policy=policy), project)
     if executor is not None and session.runner is not None:
         session.runner.executor = executor
     return _attach_flat(project, session)
 
 
 def open_readonly(directory: Path, project: Project | None = None) -> Session:
-    """Load ``directory`` to read only, with no registry; the project's flat baseline when it has one."""
+    """Load ``directory`` to read only, with no registry; the project's flat baseline when it has one.
+
+    Nothing read-only embeds (show, verify, health, export), so the project's embedder is neither
+    loaded nor checked here; :func:`open_session`, which every ask and ingest goes through, does both."""
     return _attach_flat(project, Session.open_readonly(directory))
 
 

@@ -30,7 +30,9 @@ def ingest_into(
     dry_run: bool = False,
 ) -> tuple[Ingestion, list[str]]:
     """The increment, and the plan's tasks it made (or, in a dry run, would make) stale, in declaration order."""
-    result = ingest(session.graph, session.resolver, paths, root=root, entities=entities, dry_run=dry_run)
+    result = ingest(
+        session.graph, session.resolver, paths, root=root, entities=entities, embedder=session.embedder, dry_run=dry_run
+    )
     runner = session.runner
     if runner is None or not result.fallout.invalidated:
         return result, []
@@ -43,7 +45,7 @@ def ingest_into(
 def ingest_text_into(session: Session, name: str, text: str) -> tuple[Ingestion, list[str]]:
     """One document that arrived with evidence (:func:`~contextmesh.belief.ingestion.ingest_text`) into
     a session, and the plan's tasks it made stale. Not committed: the caller commits when it wrote."""
-    result = ingest_text(session.graph, session.resolver, name, text)
+    result = ingest_text(session.graph, session.resolver, name, text, embedder=session.embedder)
     if session.runner is None or not result.fallout.invalidated:
         return result, []
     return result, absorb_fallout(session.runner, result.fallout.invalidated)

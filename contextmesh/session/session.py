@@ -42,6 +42,7 @@ from contextmesh.execution.snapshot import dump_plan
 from contextmesh.execution.task_registry import TaskRegistry
 from contextmesh.formats.resolver_file import dump_resolver
 from contextmesh.formats.run_ledger import RunLedger
+from contextmesh.knowledge.embed import Embedder
 from contextmesh.knowledge.flat_baseline import FlatBaseline
 from contextmesh.knowledge.health import HealthReport, check
 from contextmesh.knowledge.resolve import Resolver
@@ -91,6 +92,7 @@ class Session:
     runner: Plan | None = None
     registry: TaskRegistry | None = None
     flat: FlatBaseline | None = None
+    embedder: Embedder | None = None  # embeds questions and ingested text (None: hashed); a reload keeps it
     policy: str = "every-ask"
     read_only: bool = False
     trusted_keys: tuple[NoteVerifier, ...] = ()  # pinned at load; a reload pins them again
@@ -114,7 +116,7 @@ class Session:
     def __post_init__(self) -> None:
         if self.policy not in POLICIES:
             raise SessionError(f"checkpoint policy {self.policy!r} is not one of {list(POLICIES)}")
-        self.walker = Walker(self.graph, self.resolver, settings=self.settings, flat=self.flat)
+        self.walker = Walker(self.graph, self.resolver, embedder=self.embedder, settings=self.settings, flat=self.flat)
 
     # -- creating and loading -------------------------------------------------------------
 
@@ -323,10 +325,10 @@ class Session:
         return self.directory
 
     def _adopt(self, other: Session) -> None:
-        """Take a reload's state (every field passed in, and the walker built on it); keep this
-        process's counters."""
-        for name in (*_INIT_FIELDS, "walker", "_journal"):
+        """Take a reload's state (every field passed in but the embedder); keep this process's counters."""
+        for name in (*_INIT_FIELDS, "_journal"):
             setattr(self, name, getattr(other, name))
+        self.__post_init__()  # the walker, on the reloaded graph, with this session's embedder
 
     def refresh(self) -> bool:
         """Reload when another writer committed a newer generation (one ``stat``); True if it did."""
@@ -453,7 +455,7 @@ class Session:
         return None if self.runner is None else self.runner.ledger
 
 
-_INIT_FIELDS = tuple(f.name for f in fields(Session) if f.init)
+_INIT_FIELDS = tuple(f.name for f in fields(Session) if f.init and f.name != "embedder")
 _STORED_FIELDS = tuple(f for f in fields(Session) if "manifest" in f.metadata)
 
 

@@ -108,6 +108,7 @@ def _good(action: argparse.Action, places: Places, rng: random.Random) -> str:
         "key": ["hashing", "auth.bcrypt.v1"],
         "date": ["2026-01-01"],
         "policy": ["mentions,cites"],
+        "embedder": ["hashed"],  # the fuzz's sessions are the hashed default's; another is refused (exit 1)
         "existing-dir": [str(places.session)],
         "new-dir": [places.fresh()],
         "out-dir": [places.fresh()],
@@ -142,6 +143,7 @@ def _bad(action: argparse.Action, places: Places, rng: random.Random) -> str:
         "key": ["", "a b", "\t", "x" * 201, "nul\x00", "with space", "\udcff"],
         "date": ["", "2026-13-01", "2026-02-30", "20260101", "yesterday", "2026-1-1", "２０２６-01-01"],
         "policy": ["", ",,,", "mentions,,cites", "links_to", "mentions,mentions", "MENTIONS"],
+        "embedder": ["", "bert", "HASHED", "hashed-0", "hashed-5000", "hashed-", "package:", "package:a b", "model:\t"],
         "existing-dir": ["", missing, str(places.file), str(places.fifo), under_file, str(places.socket), "a\x00b"],
         "new-dir": ["", str(places.file), str(places.fifo), str(places.junk), under_file, str(places.socket)],
         "out-dir": ["", str(places.file), str(places.fifo), under_file, str(places.socket)],
