@@ -16,8 +16,9 @@ Releasing by the recorded lease id cannot free a live holder's slot: only a hold
 record (after it acquires, and it deletes it before it releases), so the record names the lease of
 the process it names; a lease that is already gone releases nothing.
 
-Acquiring, renewing and releasing are Prefect's own steps of ``prefect.concurrency.sync.concurrency``
-(which keeps its lease id to itself), composed here so the lease id can be recorded.
+Renewing and releasing are Prefect's own steps of ``prefect.concurrency.sync.concurrency`` (which
+keeps its lease id to itself), composed here so the lease id can be recorded; a waiting writer asks
+for the slot once a second, each request answered in full (never cut short by a timeout).
 """
 
 from __future__ import annotations
@@ -26,16 +27,19 @@ import contextlib
 import logging
 import os
 import socket
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from uuid import UUID
 
+import httpx
 from prefect.client.orchestration import get_client
 from prefect.client.schemas.actions import GlobalConcurrencyLimitCreate, VariableCreate, VariableUpdate
 from prefect.client.schemas.responses import ConcurrencyLimitWithLeaseResponse
+from prefect.concurrency._asyncio import ConcurrencySlotAcquisitionError
 from prefect.concurrency._events import emit_concurrency_acquisition_events, emit_concurrency_release_events
 from prefect.concurrency._leases import maintain_concurrency_lease
-from prefect.concurrency._sync import acquire_concurrency_slots_with_lease, release_concurrency_slots_with_lease
+from prefect.concurrency._sync import release_concurrency_slots_with_lease
 from prefect.exceptions import ObjectAlreadyExists, ObjectNotFound
 
 __all__ = [
@@ -48,8 +52,8 @@ __all__ = [
 ]
 
 SLOT_LEASE_SECONDS = 60.0
-# How often a waiting writer looks again at who holds the slot (between tries, Prefect's own wait).
-RECHECK_SECONDS = 5.0
+# How often a waiting writer asks for the slot again, and looks again at who holds it.
+RECHECK_SECONDS = 1.0
 _log = logging.getLogger(__name__)
 
 
@@ -148,15 +152,36 @@ def release_dead_holder(session_id: str) -> bool:
     return True
 
 
+def _try_acquire(name: str) -> ConcurrencyLimitWithLeaseResponse | None:
+    """One request for the slot: its lease, or None while another holder has it.
+
+    No request is cut short by a timeout: a request the server granted after the client stopped
+    waiting would leave a lease nobody knows, and the slot taken until it lapsed.
+    """
+    with get_client(sync_client=True) as client:
+        try:
+            response = client.increment_concurrency_slots_with_lease(
+                names=[name], slots=1, mode="concurrency", lease_duration=SLOT_LEASE_SECONDS
+            )
+        except httpx.HTTPStatusError as error:
+            if error.response.status_code == httpx.codes.LOCKED:
+                return None
+            raise
+    acquired = ConcurrencyLimitWithLeaseResponse.model_validate(response.json())
+    if not acquired.limits:
+        raise ConcurrencySlotAcquisitionError(f"Concurrency limits {[name]!r} must be created before acquiring slots")
+    return acquired
+
+
 def _acquire(session_id: str) -> ConcurrencyLimitWithLeaseResponse:
     """Take the slot, waiting while it is held; a holder found dead meanwhile is released."""
     name = limit_name(session_id)
     while True:
         release_dead_holder(session_id)
-        with contextlib.suppress(TimeoutError):  # Prefect's AcquireConcurrencySlotTimeoutError: look again
-            return acquire_concurrency_slots_with_lease(
-                [name], 1, timeout_seconds=RECHECK_SECONDS, strict=True, lease_duration=SLOT_LEASE_SECONDS
-            )
+        acquired = _try_acquire(name)
+        if acquired is not None:
+            return acquired
+        time.sleep(RECHECK_SECONDS)
 
 
 @contextlib.contextmanager
