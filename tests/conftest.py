@@ -18,9 +18,11 @@ Collection rules (:func:`pytest_collection_modifyitems`):
 
 * a test that starts a server, a subprocess transport or a browser must be marked ``integration``
   (:mod:`marker_audit`); the run is refused otherwise;
+* under ``--leave-core-layers`` (scripts/test's main suite) the tests of layers 1-7 not marked
+  ``integration`` are deselected: the core suite runs them (:mod:`core_layers`);
 * under ``--dist loadscope`` (scripts/test runs xdist workers) each test module is one unit of
-  work and so is each Prefect server configuration's set of modules, so each server starts once
-  (:mod:`xdist_units`);
+  work, and each Prefect server configuration's modules are one unit per server of it (the SQLite
+  server's are split over two), handed out longest first (:mod:`xdist_units`);
 * each server configuration stops after the last test that uses it, not at the end of the worker's
   run (:mod:`server_lifetime`).
 """
@@ -37,6 +39,7 @@ from contextmesh.orchestration.settings import prepare_environment
 
 prepare_environment()  # before anything imports Prefect: quiet clients, no telemetry, no ephemeral server
 
+import core_layers  # noqa: E402
 import pytest  # noqa: E402
 import run_notes  # noqa: E402
 import xdist_units  # noqa: E402
@@ -90,7 +93,12 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             f"these tests start a server, a subprocess transport or a browser but are not marked "
             f"integration (add pytestmark = pytest.mark.integration):\n  {listed}"
         )
+    core_layers.leave_to_core_suite(config, items)
     xdist_units.order_and_record(config, items)
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    core_layers.add_option(parser)
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -10,9 +10,11 @@ finaliser (the fixture's teardown and that of every fixture built on it, dependa
 server stops at the end of its last test, and a failure to stop is that test's teardown error.
 
 "No later test uses it" is read from the collection in the order this process runs it (after
-``xdist_units`` has ordered it). Under ``--dist loadscope`` all tests of a server configuration are
-one unit on one worker, so the last of them in the collection is the last one that worker runs. A
-fixture finished too early is not wrong, only slow: a later test asking for it sets it up again.
+``xdist_units`` has ordered it), within the test's xdist unit: under ``--dist loadscope`` a worker
+runs whole units, and the tests of a server configuration are one unit, or (split over two
+servers) two units on two workers, so the last user in the test's own unit is the last one its
+worker runs. A fixture finished too early is not wrong, only slow: a later test asking for it sets
+it up again.
 """
 
 from __future__ import annotations
@@ -20,12 +22,14 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 import pytest
+import xdist_units
 
 __all__ = ["TRACKED", "pytest_collection_finish", "pytest_runtest_teardown"]
 
 # The server fixtures, dependants first (finishing a fixture finishes what is built on it as well).
 TRACKED = ("prefect_api", "pg_url", "postgres")
-_LAST = pytest.StashKey[dict[int, int]]()  # id(fixturedef) -> index of the last item that uses it
+# (id(fixturedef), the xdist unit or None outside xdist) -> index of the unit's last item that uses it
+_LAST = pytest.StashKey[dict[tuple[int, str | None], int]]()
 _INDEX = pytest.StashKey[dict[str, int]]()  # nodeid -> index in the collection
 
 
@@ -37,11 +41,12 @@ def _used(item: pytest.Item, names: Iterable[str]) -> list[pytest.FixtureDef[obj
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
-    """Record, for each tracked fixture definition, the index of the last item that uses it."""
-    last: dict[int, int] = {}
+    """Record, for each tracked fixture definition and unit, the index of the last item that uses it."""
+    units = session.config.stash.get(xdist_units.UNITS, {})
+    last: dict[tuple[int, str | None], int] = {}
     for index, item in enumerate(session.items):  # final: ordered, deselection done
         for fixturedef in _used(item, TRACKED):
-            last[id(fixturedef)] = index
+            last[id(fixturedef), units.get(item.nodeid)] = index
     session.config.stash[_LAST] = last
     session.config.stash[_INDEX] = {item.nodeid: index for index, item in enumerate(session.items)}
 
@@ -55,7 +60,8 @@ def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> 
     following = item.config.stash.get(_INDEX, {}).get(nextitem.nodeid)
     if following is None:
         return
+    unit = item.config.stash.get(xdist_units.UNITS, {}).get(item.nodeid)
     request = item._request  # type: ignore[attr-defined]
     for fixturedef in _used(item, TRACKED):
-        if fixturedef.cached_result is not None and last.get(id(fixturedef), following) < following:
+        if fixturedef.cached_result is not None and last.get((id(fixturedef), unit), following) < following:
             fixturedef.finish(request)

@@ -67,8 +67,9 @@ SERVER_DEFAULTS: Mapping[str, str] = {
     **RECORDER_BATCHING,
     **PERSISTER_BATCHING,
     "PREFECT_SERVER_LOGGING_LEVEL": "WARNING",
-    # A session slot held by a killed flow run (SIGKILL, OOM) frees when its 60 s lease expires and
-    # the repossessor next looks: every 5 s instead of 15, so the next writer waits ~60 s, not ~75.
+    # A session slot held by a flow run killed on another machine (SIGKILL, OOM) frees when its 60 s
+    # lease expires and the repossessor next looks: every 5 s instead of 15, so the next writer waits
+    # ~60 s, not ~75 (a holder killed on the writer's own machine is released at once: slots.py).
     "PREFECT_SERVER_SERVICES_REPOSSESSOR_LOOP_SECONDS": "5",
 }
 # A server we manage must not inherit a client's idea of where the API is, or a profile naming one.

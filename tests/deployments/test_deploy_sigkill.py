@@ -110,8 +110,8 @@ def test_sigkill_of_the_flow_run_process_leaves_the_session_and_a_new_attempt_co
     limit = get(prefect_api, f"/v2/concurrency_limits/{limit_name(session.session_id)}")
     NOTES["session slot right after the kill"] = f"{limit['active_slots']} of {limit['limit']} active"
 
-    # The same trigger moves to the next attempt; that run waits for the dead run's slot lease to
-    # lapse, then completes the round.
+    # The same trigger moves to the next attempt; that run finds the slot held by a process of this
+    # machine that is gone, releases its lease (orchestration/slots.py) and completes the round.
     (worker.gate / "open").touch()
     with timed("new attempt after SIGKILL"):
         second = trigger(session_id=session.session_id, session_dir=str(directory), ledger_head=head, stale=pending)
