@@ -1,14 +1,11 @@
 """``ContextGraph``: typed nodes and edges, checked on every write.
 
-The graph keeps records in insertion order and its own per-node adjacency lists (on each node
-record, in insertion order): networkx groups parallel edges by neighbour and moves an edge that is
-re-added, and holding a ``MultiDiGraph`` beside the records cost more memory than the records. A
-``networkx.MultiDiGraph`` view is built on demand (:attr:`ContextGraph.nx`) for algorithms; the
-graph never needs it itself (ADR 0015). Records are compact: slotted, type names interned, every
-node's vector in the graph's one :class:`~contextmesh.core.vectors.VectorStore`, and an edge found
-by its derived id (ADR 0021) rather than through a second index of endpoint triples. Edges are
-slotted ``EdgeRecord`` objects, not rows of columns: a walk reads an edge's fields millions of
-times, and a slot is the cheapest read Python has (ADR 0021's amendment).
+Records and each node's adjacency lists keep insertion order: networkx groups parallel edges by
+neighbour and moves a re-added edge, and a ``MultiDiGraph`` beside the records cost more memory
+than they do, so one is built only on demand (:attr:`ContextGraph.nx`, ADR 0015). Records are
+compact: slotted (edges too, not rows of columns: a walk reads an edge's fields millions of times,
+ADR 0021), type names interned, vectors in one :class:`~contextmesh.core.vectors.VectorStore`, and
+an edge found by its derived id rather than through a second index of endpoint triples.
 
 Invariants (each tested in ``tests/core/test_graph.py``; the rules behind 1, 2 and 5 are the
 functions of :mod:`contextmesh.core.graph_rules`, applied here on every write):
@@ -31,7 +28,7 @@ from collections.abc import Iterable, Iterator, Mapping
 import networkx as nx
 from pydantic import JsonValue
 
-from contextmesh.core import vectors
+from contextmesh.core import graph_rules, vectors
 from contextmesh.core.canonical import ensure_canonical
 from contextmesh.core.edge_ids import EdgeIds
 from contextmesh.core.errors import IdentityError, NotFoundError, OntologyError
@@ -103,14 +100,14 @@ class ContextGraph:
         try:
             return self.nodes[node_id]
         except KeyError:
-            raise NotFoundError(_missing("node", node_id, self.nodes)) from None
+            raise NotFoundError(graph_rules.missing_message("node", node_id, self.nodes)) from None
 
     def edge(self, edge_id_: str) -> EdgeRecord:
         """The edge with this id, or :class:`NotFoundError`."""
         try:
             return self.edges[edge_id_]
         except KeyError:
-            raise NotFoundError(_missing("edge", edge_id_, self.edges)) from None
+            raise NotFoundError(graph_rules.missing_message("edge", edge_id_, self.edges)) from None
 
     def seq(self, item_id: str) -> int:
         """Insertion sequence number of a node or edge: the tie-breaker of every ordered walk."""
@@ -500,11 +497,3 @@ class ContextGraph:
         """Advance the processing clock (the build counter) and return the new value."""
         self.build += 1
         return self.build
-
-
-def _missing(kind: str, key: str, known: Mapping[str, object]) -> str:
-    from difflib import get_close_matches  # noqa: PLC0415 - only on the error path
-
-    near = get_close_matches(key, list(known), n=3, cutoff=0.8) if len(known) < 50_000 else []
-    hint = f"; did you mean {', '.join(repr(n) for n in near)}?" if near else ""
-    return f"no {kind} '{key}' in this graph{hint}"

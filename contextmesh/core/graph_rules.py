@@ -111,3 +111,12 @@ def check_not_frozen(source: NodeRecord, target: NodeRecord, edge_type: str) -> 
             f"content its digest vouches for; refusing to add {source.id}-[{edge_type}]->{target.id} -- pass it to "
             "DecisionLog.decide() instead"
         )
+
+
+def missing_message(kind: str, key: str, known: Mapping[str, object]) -> str:
+    """The error text for a node or edge id the graph does not hold, with near spellings when few."""
+    from difflib import get_close_matches  # noqa: PLC0415 - only on the error path
+
+    near = get_close_matches(key, list(known), n=3, cutoff=0.8) if len(known) < 50_000 else []
+    hint = f"; did you mean {', '.join(repr(n) for n in near)}?" if near else ""
+    return f"no {kind} '{key}' in this graph{hint}"

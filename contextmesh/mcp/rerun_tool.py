@@ -110,7 +110,7 @@ def mesh_rerun_from(served: ServedSession, task: TaskName, dry_run: DryRun = Fal
     with the deployment's registered keys. dry_run only says what would run. The ledger records that
     this client asked. Dispatched to a deployment, it returns the flow run (follow its page)."""
     writes = _writes()
-    writes._require_writable(served)
+    writes.require_writable(served)
     asked_by = ASKED_BY
     preview = _preview(writes._runner_of(served.session), task)
     if dry_run:

@@ -18,13 +18,13 @@ own temporary files, so the record stays.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 from pathlib import Path
 
 from contextmesh.core import vectors
-from contextmesh.core.errors import InputError
+from contextmesh.core.canonical import file_bytes, loads
+from contextmesh.core.errors import CanonicalError, InputError
 from contextmesh.knowledge.embed import Embedder, HashedEmbedder
 from contextmesh.session.files import SessionFileError, read_regular
 
@@ -86,9 +86,9 @@ def _recorded(directory: Path) -> tuple[str, str]:
     if len(data) > _RECORD_LIMIT:
         raise InputError(where, f"more than {_RECORD_LIMIT} bytes", rule)
     try:
-        found = json.loads(data.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise InputError(where, f"not JSON ({type(exc).__name__})", rule) from None
+        found = loads(data, where)
+    except CanonicalError as exc:
+        raise InputError(where, f"not strict JSON ({exc})", rule) from None
     if not isinstance(found, dict) or set(found) != {"embedder", "spec"}:
         raise InputError(where, repr(found)[:80], rule)
     name, spec = found["embedder"], found["spec"]
@@ -112,7 +112,7 @@ def check_session(directory: Path, embedder: Embedder, spec: str) -> None:
 
 def record(directory: Path, embedder: Embedder, spec: str) -> None:
     """Write ``directory``'s record (atomically: a temporary file renamed over it)."""
-    data = json.dumps({"embedder": embedder.name, "spec": spec}, sort_keys=True).encode("utf-8") + b"\n"
+    data = file_bytes({"embedder": embedder.name, "spec": spec})
     temporary = directory / f".{EMBEDDER_FILE}.{os.getpid()}.tmp"
     temporary.write_bytes(data)
     temporary.replace(directory / EMBEDDER_FILE)
