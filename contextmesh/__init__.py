@@ -59,7 +59,7 @@ if TYPE_CHECKING:
     from contextmesh.formats.signed_note import NoteSigner, NoteVerifier
     from contextmesh.knowledge.corpus import Corpus, CorpusError, Sidecar, load_corpus, load_sidecar
     from contextmesh.knowledge.decoding import DocumentError
-    from contextmesh.knowledge.embed import HashedEmbedder
+    from contextmesh.knowledge.embed import Embedder, HashedEmbedder
     from contextmesh.knowledge.flat_baseline import FlatBaseline
     from contextmesh.knowledge.folder import read_folder
     from contextmesh.knowledge.pipeline import BuildResult, Chunk
@@ -67,6 +67,7 @@ if TYPE_CHECKING:
     from contextmesh.knowledge.sentence_model import SentenceModelEmbedder, embedder_for
     from contextmesh.knowledge.traverse import Walk, Walker, WalkerSettings
     from contextmesh.project.config import ProjectError
+    from contextmesh.project.embedding import EmbedderMismatchError
     from contextmesh.project.project import Project, find_project, load_project
     from contextmesh.project.scaffold import init_project
     from contextmesh.session.commit import CommitConflictError
@@ -96,6 +97,8 @@ __all__ = [
     "DocumentError",
     "EdgeRecord",
     "EdgeType",
+    "Embedder",
+    "EmbedderMismatchError",
     "EvidenceIntakeError",
     "EvidenceView",
     "ExecutionError",
@@ -184,6 +187,8 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "Executor": ("contextmesh.execution.calls", "Executor"),
     "FlatBaseline": ("contextmesh.knowledge.flat_baseline", "FlatBaseline"),
     "HashedEmbedder": ("contextmesh.knowledge.embed", "HashedEmbedder"),
+    "Embedder": ("contextmesh.knowledge.embed", "Embedder"),
+    "EmbedderMismatchError": ("contextmesh.project.embedding", "EmbedderMismatchError"),
     "SentenceModelEmbedder": ("contextmesh.knowledge.sentence_model", "SentenceModelEmbedder"),
     "embedder_for": ("contextmesh.knowledge.sentence_model", "embedder_for"),
     "IdentityError": ("contextmesh.core.errors", "IdentityError"),

@@ -17,6 +17,7 @@ from contextmesh import (
     ContextGraph,
     Corpus,
     DecisionLog,
+    Embedder,
     FlatBaseline,
     HashedEmbedder,
     InvalidationReport,
@@ -33,7 +34,6 @@ from contextmesh import (
 )
 from contextmesh.demo import BREAK_PATH, CORPUS_PATH, QUESTIONS_PATH, SIDECAR_PATH
 from contextmesh.demo.scenario import BreakScenario, load_break
-from contextmesh.knowledge.embed import Embedder
 
 __all__ = [
     "DEMO_CORPUS",
