@@ -52,7 +52,10 @@ __all__ = [
 ]
 
 SLOT_LEASE_SECONDS = 60.0
-# How often a waiting writer asks for the slot again, and looks again at who holds it.
+# How often a waiting writer asks for the slot again, and looks again at who holds it: first soon
+# (a recheck starts its resume while it still holds the slot, and lets go a moment later), then
+# doubling up to this bound, so a long wait costs the server one request a second.
+FIRST_RECHECK_SECONDS = 0.05
 RECHECK_SECONDS = 1.0
 _log = logging.getLogger(__name__)
 
@@ -175,13 +178,14 @@ def _try_acquire(name: str) -> ConcurrencyLimitWithLeaseResponse | None:
 
 def _acquire(session_id: str) -> ConcurrencyLimitWithLeaseResponse:
     """Take the slot, waiting while it is held; a holder found dead meanwhile is released."""
-    name = limit_name(session_id)
+    name, pause = limit_name(session_id), FIRST_RECHECK_SECONDS
     while True:
         release_dead_holder(session_id)
         acquired = _try_acquire(name)
         if acquired is not None:
             return acquired
-        time.sleep(RECHECK_SECONDS)
+        time.sleep(pause)
+        pause = min(pause * 2, RECHECK_SECONDS)
 
 
 @contextlib.contextmanager
