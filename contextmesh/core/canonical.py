@@ -134,29 +134,7 @@ def ensure_canonical(value: Any, path: str = ROOT) -> None:
 
 def _is_plain(value: Any) -> bool:
     """True exactly when :func:`ensure_canonical` would accept ``value``; builds no paths."""
-    stack = [value]
-    pop, extend = stack.pop, stack.extend
-    while stack:
-        item = pop()
-        kind = type(item)
-        if kind is str or kind is bool or item is None:
-            continue
-        if kind is dict:
-            for key in item:
-                if type(key) is not str:
-                    return False
-            extend(item.values())
-        elif kind is list or kind is tuple:
-            extend(item)
-        elif kind is int:
-            if not -MAX_SAFE_INTEGER <= item <= MAX_SAFE_INTEGER:
-                return False
-        elif kind is float:
-            if item - item != 0.0:  # true exactly for NaN and the infinities
-                return False
-        else:
-            return False
-    return True
+    return _orjson_agrees(value) is not None  # one walk decides both: accepted, and orjson's bytes agree
 
 
 def nesting_depth(value: Any) -> int:
