@@ -174,13 +174,18 @@ def resume(runner: Plan, world: World, column: int) -> dict[str, float | int]:
     }
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def add_plan_options(parser: argparse.ArgumentParser) -> None:
+    """The generated plan's shape, shared by every bench that runs it (engine, orchestration, recheck_cost)."""
     parser.add_argument("--tasks", type=int, default=1000)
     parser.add_argument("--layers", type=int, default=20)
     parser.add_argument("--assumptions", type=int, default=50)
     parser.add_argument("--width", type=int, default=8)
     parser.add_argument("--delay-ms", type=int, default=20)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    add_plan_options(parser)
     parser.add_argument("--audit", choices=("roots", "all", "none"), default="roots")
     parser.add_argument("--stale", type=float, default=0.05, help="target share of tasks a disproof makes stale")
     parser.add_argument("--seed", type=int, default=0)

@@ -34,7 +34,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from engine import WORKER_KEY, Spec, World, closure_sizes, generate, statement, worker
+from engine import WORKER_KEY, Spec, World, add_plan_options, closure_sizes, generate, statement, worker
 from orchestration import LAST_CPU, SERVER_PID, _load, _server_cpu, ground, recorded, timed
 
 from contextmesh.core.graph import ContextGraph
@@ -196,11 +196,7 @@ def report(args: argparse.Namespace, sessions: list[dict[str, Any]], closure: se
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--tasks", type=int, default=1000)
-    parser.add_argument("--layers", type=int, default=20)
-    parser.add_argument("--assumptions", type=int, default=50)
-    parser.add_argument("--width", type=int, default=8)
-    parser.add_argument("--delay-ms", type=int, default=20)
+    add_plan_options(parser)
     parser.add_argument("--stale", type=float, default=0.05)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--repeat", type=int, default=2)
