@@ -24,35 +24,62 @@ __all__ = ["Intent", "read_intent"]
 
 # (pattern, edge types it asks across). Patterns run over the lower-cased question. A "~" marks an
 # edge that points the other way from the verb: "X is supported by C" is stored as X derived_from C.
+# The words are the ordinary English for each edge's meaning in GRAPH.md ("brought the target into
+# being", "if the target turns out false, the source falls with it", "cannot both be true"...).
 _RELATIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
     (
-        r"\b(replac(e|ed|es|ing)|supersed(e|ed|es|ing)|took over from|instead of|newer|succeed(ed|s)?)\b",
+        r"\b(replac(e|ed|es|ing)|supersed(e|ed|es|ing)|took over from|instead of|newer|succeed(ed|s)?|"
+        r"overr(ide|ides|ode|idden)|overturn(s|ed)?|in place of)\b",
         ("supersedes",),
     ),
     (
-        r"\b(contradict(s|ed|ing)?|disput(e|ed|es|ing)|goes against|go against|refut(e|ed|es)|disprov(e|ed|es)|"
-        r"conflicts? with|at odds)\b",
+        r"\b(contradict(s|ed|ing)?|disput(e|ed|es|ing)|goes against|go against|went against|refut(e|ed|es)|"
+        r"disprov(e|ed|es)|conflicts? with|at odds|inconsistent with|disagree(s|d)? with|clash(es|ed)? with|"
+        r"undermin(e|es|ed)|prov(e|ed|es) wrong|belie[sd]?)\b",
         ("contradicts",),
     ),
     (r"\bshow(ed|s|n)? that\b.*\b(not|never|no longer)\b", ("contradicts",)),
     (
-        r"\b(cite[sd]?|citing|point(s|ed)? to|refer(s|red)? to|quot(e|es|ed)|implement(s|ed)?)\b",
+        r"\b(cite[sd]?|citing|point(s|ed)? to|refer(s|red)? to|quot(e|es|ed)|implement(s|ed)?|"
+        r"referenc(e|es|ed|ing))\b",
         ("cites",),
     ),
     # "Based on" reads as "rests on" (a decision's assumptions and claims) as often as a citation.
     (r"\b(based on|builds? on|built on|draws? on)\b", ("depends_on", "derived_from", "cites")),
     (
-        r"\b(depend(s|ed|ing)? on|rest(s|ed)? on|rel(y|ies|ied) on|take[sn]? for granted|presuppos(e|es|ed))\b",
+        r"\b(depend(s|ed|ing)? on|rest(s|ed)? on|rel(y|ies|ied) on|take[sn]? for granted|presuppos(e|es|ed)|"
+        r"hinge[sd]? on|premised on|predicated on|contingent on|conditional on|fall(s)? with|stands? or falls?)\b",
         ("depends_on", "derived_from"),
     ),
+    # "A underlies D" is stored as D depends_on A: the verb points the other way.
+    (r"\b(underl(ie|ies|ay|ying)|underpin(s|ned|ning)?|lies under)\b", ("~depends_on", "~derived_from")),
     (r"\b(has|have|had) to be done before|\bprerequisite\b|\bneed(s|ed)? first\b", ("depends_on",)),
-    (r"\b(produc(e|ed|es|ing)|brought\b.*\binto being|creat(e|ed|es)|gave rise to|introduc(e|ed|es))\b", ("produces",)),
     (
-        r"\b(support(s|ed|ing)?|back(s|ed)? up|argu(e|es|ed) for|in favour of|in favor of)\b",
+        r"\b(produc(e|ed|es|ing)|brought\b.*\binto being|creat(e|ed|es)|gave rise to|introduc(e|ed|es)|"
+        r"brought about|spawn(s|ed)?)\b",
+        ("produces",),
+    ),
+    (
+        r"\b(support(s|ed|ing)?|back(s|ed|ing)?( up)?|argu(e|es|ed) for|in favou?r of|corroborat(e|es|ed)|"
+        r"bolster(s|ed)?|reinforc(e|es|ed)|strengthen(s|ed)?|speaks? for|case for)\b",
         ("supports", "~derived_from"),
     ),
-    (r"\b(justif(y|ies|ied)|stands? behind|warrant(s|ed)?)\b", ("~justified_by", "supports")),
-    (r"\b(taken from|derived from|comes? from|behind the|in the document|the document)\b", ("derived_from",)),
+    (
+        r"\b(justif(y|ies|ied)|stands? behind|warrant(s|ed)?|vindicat(e|es|ed)|grounds for|allowed to stand)\b",
+        ("~justified_by", "supports"),
+    ),
+    (
+        r"\b(taken from|derived from|comes? from|came from|behind the|in the document|the document|drawn from|"
+        r"extracted from)\b",
+        ("derived_from",),
+    ),
+)
+# Wording that leans towards a relation without naming it ("what led to X", "what must hold for X"):
+# the walk prefers the relation's edges, but an answer off them is not barred (the strict
+# relations' rule, :data:`~contextmesh.knowledge.confidence.STRICT_RELATIONS`, does not apply).
+_LEANINGS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    (r"\b(led to|lead to|leads to|result(ed|s)? in|set up|gave us|came out of|come out of)\b", ("produces",)),
+    (r"\b(must (hold|be true)|ha(s|ve) to (hold|be true)|needs? to (hold|be true)|falls?)\b", ("depends_on",)),
 )
 _TYPES: tuple[tuple[str, str], ...] = (
     (r"\b(which|what) (\w+ )?decisions?\b|\bdecision (was|did)\b", "decision"),
@@ -70,7 +97,11 @@ _CUE_WORDS = (
     "disputed refute refuted disprove disproved cite cites cited point points implement implements implemented "
     "based builds draws depend depends rest rests "
     "rely relies produce produced produces bring brought create created decision decisions assumption "
-    "assumptions evidence claim claims statement statements"
+    "assumptions evidence claim claims statement statements override overrides overrode overridden overturn "
+    "overturned "
+    "undermine undermines undermined inconsistent clash clashes disagree disagrees reference references "
+    "referenced hinge hinges premised predicated contingent conditional underlie underlies underlying "
+    "underpin underpins spawn spawned corroborate corroborates bolster reinforce reinforces vindicate"
 )
 _CUES = frozenset(content_stems(_CUE_WORDS))
 
@@ -86,6 +117,7 @@ class Intent:
     cues: frozenset[str] = frozenset()
     asks_for_source: bool | None = None
     inverted: frozenset[str] = frozenset()
+    leaning: frozenset[str] = frozenset()
 
     def direction_fits(self, edge_type: str, answer_is_source: bool) -> bool:
         """True unless the wording says which end of the relation it wants and this is the other end."""
@@ -113,6 +145,11 @@ def read_intent(question: str) -> Intent:
                     edges.append(name)
                     if marked.startswith("~"):
                         inverted.add(name)
+    leaning: set[str] = set()
+    for pattern, types in _LEANINGS:
+        if re.search(pattern, text):
+            leaning.update(name for name in types if name not in edges)
+            edges.extend(name for name in types if name not in edges)
     node_type = next((kind for pattern, kind in _TYPES if re.search(pattern, text)), None)
     cues = frozenset(stem for stem in content_stems(question) if stem in _CUES)
     return Intent(
@@ -123,6 +160,7 @@ def read_intent(question: str) -> Intent:
         cues,
         _asks_for_source(text),
         frozenset(inverted),
+        frozenset(leaning),
     )
 
 
@@ -134,11 +172,16 @@ def _asks_for_source(text: str) -> bool | None:
     source. "What does X supersede?", "…that a later report disputes?" — something stands between
     them: it asks for the object, the edge's target. No relation verb: no preference.
     """
-    for pattern, _ in _RELATIONS:
+    for pattern, _ in (*_RELATIONS, *_LEANINGS):
         found = re.search(pattern, text)
         if found is None:
             continue
         before = text[: found.start()].split()
+        # The clause asking starts at its question word, wherever the sentence starts: "if the
+        # assumption is wrong, which decisions fall?" asks for what falls.
+        asking = [i for i, word in enumerate(before) if word in {"what", "which", "who"}]
+        if asking and before[0] not in {"what", "which", "who"}:
+            before = before[asking[-1] :]
         if before and before[0] in {"what", "which", "who"} and len(before) <= 3:
             return not any(word in {"does", "did", "do", "is", "was", "were", "are", "has", "have"} for word in before)
         return False

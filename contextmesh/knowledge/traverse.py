@@ -414,7 +414,7 @@ class Walker:
         )
         verdict: Verdict | None = None
         best = choose(c for c in ranked if c.fallen is None)
-        strict = [e for e in intent.edges if e in STRICT_RELATIONS]
+        strict = [e for e in intent.edges if e in STRICT_RELATIONS and e not in intent.leaning]
         if not ranked:
             verdict = no_candidate(self.graph, seeds, found.reached, found.blocked)
         elif strict:
