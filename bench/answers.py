@@ -36,6 +36,11 @@ the ``embeddings`` extra's all-MiniLM-L6-v2, puts its meaning into the ranking; 
 first use. With a model, its vectors are also checked against sentence-transformers' own when
 that package is installed.
 
+With ``--heldout``, each held-out half ends with issue 19's acceptance, criterion by criterion:
+answerable right ≥ 85 % and ≥ BM25 top-5's hits on the same questions, no unanswerable question
+answered, a right answer for every multi-hop edge kind, median path/flat ≤ 1 % (over that half's
+answered walks).
+
 Also printed: the median path/flat token ratio over answered walks, in-process ``Walker.ask``
 p50/p95 on the demo graph (``--passes`` timed passes over every demo question after a warm-up),
 wall and CPU time, and the load average.
@@ -411,6 +416,43 @@ def _show_misses(name: str, outcomes: list[Outcome]) -> None:
             print("   path " + " ".join(step.render() for step in walk.path))
 
 
+def _acceptance(name: str, outcomes: list[Outcome], ratio: float) -> None:
+    """Issue 19's acceptance on one held-out half, each criterion from this run's own figures.
+
+    Answerable: right / runnable answerable ≥ 85 % and ≥ BM25 top-5's hits on the same questions;
+    unanswerable: none answered; multi-hop: every runnable ``multihop:<edge>`` kind has at least one
+    right answer; path/flat: the median over answered walks ≤ 1 %. Questions not yet runnable are
+    named with their count, never dropped silently.
+    """
+    runnable = [o for o in outcomes if o.question["split"] == "heldout" and o.note != "not yet runnable"]
+    waiting = sum(1 for o in outcomes if o.question["split"] == "heldout" and o.note == "not yet runnable")
+    answerable = [o for o in runnable if o.question["answerable"]]
+    right = sum(o.right for o in answerable)
+    top5 = sum(o.bm25_top5 for o in answerable)
+    answered = sum(1 for o in runnable if not o.question["answerable"] and o.walk and o.walk.dead_end is None)
+    edges: dict[str, bool] = {}
+    for o in answerable:
+        kind = str(o.question["kind"])
+        if kind.startswith("multihop:"):
+            edges[kind[9:]] = edges.get(kind[9:], False) or o.right
+    missing = sorted(edge for edge, any_right in edges.items() if not any_right)
+    share = right / len(answerable) if answerable else 0.0
+    checks = [
+        ("answerable ≥ 85 %", share >= 0.85, f"{right}/{len(answerable)} ({100 * share:.0f}%)"),
+        ("≥ BM25 top-5", right >= top5, f"{right} vs {top5}"),
+        ("unanswerable all dead-end", answered == 0, f"{answered} answered"),
+        (
+            "multi-hop by every edge",
+            not missing,
+            "none missing" if not missing else "none right: " + ", ".join(missing),
+        ),
+        ("path/flat ≤ 1 %", ratio <= 0.01, f"{100 * ratio:.2f}%"),
+    ]
+    print(f"acceptance ({name} · heldout, {waiting} not yet runnable):")
+    for label, ok, figure in checks:
+        print(f"   {'pass' if ok else 'FAIL'}  {label}: {figure}")
+
+
 def _token_ratio(outcomes: list[Outcome]) -> float:
     ratios = [
         o.walk.tokens / o.walk.flat_tokens
@@ -484,6 +526,9 @@ def main(argv: list[str] | None = None) -> int:
             _show_misses(name, outcomes)
         answered = [o for o in outcomes if o.question["split"] in splits]
         print(f"median path/flat token ratio ({name}): {_token_ratio(answered):.4f}")
+        if args.heldout and name not in DEV_ONLY:
+            heldout = [o for o in outcomes if o.question["split"] == "heldout"]
+            _acceptance(name, outcomes, _token_ratio(heldout))
     print(f"\nBM25 baseline: {args.lexical}")
     _latency(args.passes)
     print("load average: " + ", ".join(f"{v:.2f}" for v in os.getloadavg()))
