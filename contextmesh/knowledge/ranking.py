@@ -24,7 +24,8 @@ The score, with the weights of :class:`Weights` (calibrated on the development q
   the question's words the collection uses elsewhere (it shows the entity exists, not an answer);
 * ``intent`` when the path's last edge is of a type the question asks across, ``node_type`` when
   the answer is of the type asked for ("which decision…"), ``causal`` for a *why* question
-  answered by a node that states a cause;
+  answered by a node whose label says "because" (0 by default since ADR 0036: a why question's
+  answer need not use a causal word);
 * minus ``hop`` for every edge past the first;
 * with a real embedding model only (:mod:`~contextmesh.knowledge.semantic`), ``semantic`` × the
   question's cosine to the node above ``semantic_floor``, rescaled to [0, 1] (ADR 0030). It adds to
@@ -79,7 +80,7 @@ class Weights:
     intent: float = 0.4
     node_type: float = 0.4
     other_end: float = 0.6  # 0.6-0.8 a plateau on every dev set (ADR 0036); 0.2 before
-    causal: float = 0.1
+    causal: float = 0.0  # off: a why answer need not say "because" (0 → 99/118 on dev, 0.05-0.2 → 98; ADR 0036)
     hop: float = 0.02
     unheld: float = 0.5
     semantic: float = 0.2
