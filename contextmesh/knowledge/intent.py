@@ -9,6 +9,10 @@ the cue words themselves — they describe the relation, not the thing asked abo
 left out of the lexical evidence.
 
 The cues are ordinary English relation words, matched on stems; none names a thing in any corpus.
+They are the common wordings of each edge's meaning in GRAPH.md ("hinges on", "underlies",
+"backs", "overrode"…; ADR 0036). Wording that only *leans* towards a relation ("what led to X",
+"what must hold for X") is kept in :attr:`Intent.leaning`: the walk prefers that relation's edges,
+but the strict relations' rule (an answer only across the relation) does not apply to it.
 
 Invariant: a pure function of the question's text.
 """
