@@ -375,12 +375,12 @@ def _link(step: _Step, increment: Increment) -> None:
             if revision != node_id:
                 step.link(revision, "mentions", entity, revision)
             step.link(entity, "derived_from", revision, entity)
-    _relations(step)
+    _relations(step, increment)
     step.reports["LINK"].detail = dict(sorted(step.edge_counts.items()))
 
 
-def _relations(step: _Step) -> None:
-    """The author's links out of the changed documents and into them, as typed claim-to-claim edges."""
+def _relations(step: _Step, increment: Increment) -> None:
+    """The author's links out of the changed documents and into them, as typed edges (as a full build's LINK)."""
     read = {**step.neighbours, **step.docs}
     relations, _ = resolve_links([read[name] for name in sorted(read)])
     changed = set(step.docs)
@@ -395,11 +395,23 @@ def _relations(step: _Step) -> None:
                 if name not in changed and doc_of.get(relation.target) not in changed:
                     continue  # a link between two unchanged documents is already in the graph
                 item = f"{span.key} -{relation.type}-> {relation.target}"
-                src, dst = claims.get(span.key), claims.get(relation.target)
+                # A sentence that is not a claim speaks for its document, as in a full build.
+                src = claims.get(span.key) or _revision(step, increment, doc_of.get(span.key))
+                dst = claims.get(relation.target) or _revision(step, increment, doc_of.get(relation.target))
                 if src is None or dst is None:
-                    report.drops.append(Drop(item, "an endpoint is not a claim"))
+                    report.drops.append(Drop(item, "an endpoint is in no document"))
                     continue
                 step.link(src, relation.type, dst, item)
+
+
+def _revision(step: _Step, increment: Increment, document: str | None) -> str | None:
+    """The revision a document has now: the one written by this increment, else the indexed one."""
+    if document is None:
+        return None
+    if document in increment.revisions:
+        return increment.revisions[document]
+    known = step.index.get(document)
+    return known.id if known is not None else None
 
 
 # -- EMBED, PRUNE, warnings -------------------------------------------------------------------

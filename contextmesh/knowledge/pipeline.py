@@ -255,12 +255,16 @@ def _link(state: _Build) -> None:
             first_source.setdefault(entity_id, source_id)
     for entity_id, source_id in first_source.items():
         link(entity_id, "derived_from", source_id, entity_id)
+    document = {span.key: source_ids[source.key] for source, span in state.spans}
     for _, span in state.spans:
         for relation in span.relations:
             item = f"{span.key} -{relation.type}-> {relation.target}"
-            src, dst = state.claim_ids.get(span.key), state.claim_ids.get(relation.target)
+            # A sentence that is not a claim (a status line) speaks for its document: GRAPH.md lets a
+            # source supersede a source or a claim; the graph refuses the pairs it does not allow.
+            src = state.claim_ids.get(span.key) or document.get(span.key)
+            dst = state.claim_ids.get(relation.target) or document.get(relation.target)
             if src is None or dst is None:
-                report.drops.append(Drop(item, "an endpoint is not a claim"))
+                report.drops.append(Drop(item, "an endpoint is in no document"))
                 continue
             link(src, relation.type, dst, item)
     report.detail = {t: n for t, n in graph.edge_counts(live_only=False).items() if n}

@@ -10,8 +10,10 @@ so the path a walk shows is the path it scored. Two kinds of candidate:
   stands across the relation from it ("what replaced X?" describes X and asks for its successor).
   A citation points at a document (a link lands on its first sentence), so across a ``cites`` edge
   to a claim every other claim of that claim's source is a candidate too, on the path
-  cited claim → source → claim. The other end is judged on the question's words the anchor does
-  not hold: those are what the question says about it.
+  cited claim → source → claim. A document that supersedes the anchor (a link in its status
+  line, ADR 0036) answers with its first claim, on the path anchor ← source ← claim. The other
+  end is judged on the question's words the anchor does not hold: those are what the question
+  says about it.
 
 The score, with the weights of :class:`Weights` (calibrated on the development questions,
 ``docs/adr/0013-lexical-evidence.md`` and ``0014-walk-ranking-and-confidence.md``):
@@ -373,12 +375,14 @@ def _across(
         for edge in _relation_edges(graph, anchor_id, question.intent.edges):
             forward = edge.src == anchor_id
             other = edge.dst if forward else edge.src
-            if other in on_path or graph.node(other).type not in question.answer_types:
+            # A document that supersedes (a revision, or a link titled so): its claims answer for it.
+            document = edge.type == "supersedes" and graph.node(other).type == "source"
+            if other in on_path or not (document or graph.node(other).type in question.answer_types):
                 continue
             if not question.intent.direction_fits(edge.type, answer_is_source=not forward):
                 continue
             trail = (*reach.trail, (edge.id, other, forward))
-            ends = [(other, trail)]
+            ends = _lead_claim(graph, other, trail, on_path) if document else [(other, trail)]
             if edge.type == "cites" and forward and graph.node(other).type == "claim":
                 ends.extend(_cited_document(graph, other, trail, on_path))
             for end, end_trail in ends:
@@ -392,6 +396,16 @@ def _across(
                 # Either end may carry the question ("in the claims X rests on, how long…?" describes both).
                 sure = max(confidence, base(end)[1] if end in reached else 0.0, own)
                 yield Candidate(end, end_trail, score, sure, anchor_id, None, True)
+
+
+def _lead_claim(graph: ContextGraph, source: str, trail: Trail, on_path: set[str]) -> list[tuple[str, Trail]]:
+    """A document's first live claim, on the path … → source → claim: what the document says, as a
+    link without a fragment lands on its first sentence."""
+    for down in graph.in_edges(source, ("derived_from",)):  # in the order the document makes them
+        claim = graph.node(down.src)
+        if claim.type == "claim" and claim.live and claim.id not in on_path:
+            return [(claim.id, (*trail, (down.id, claim.id, False)))]
+    return []
 
 
 def _cited_document(graph: ContextGraph, cited: str, trail: Trail, on_path: set[str]) -> list[tuple[str, Trail]]:
