@@ -249,7 +249,7 @@ def _graph_from_dict(data: Any, ontology: Ontology) -> ContextGraph:
     upgraded = top.get("schema") == GRAPH_SCHEMA and type(top.get("version")) is int and top["version"] == 2
     if upgraded:
         top = upgrade_v2(top)  # v2's edge ids checked, then renamed to v3's (ADR 0021)
-    check_header(top, GRAPH_SCHEMA, GRAPH_VERSION, original_versions=(1,))
+    check_header(top, GRAPH_SCHEMA, GRAPH_VERSION, original_versions=(1,), upgraded_versions=(2,))
     exact_keys(top, _TOP_FIELDS, "$")
     expected = ontology_digest(ontology)
     if top["ontology"] != expected:
