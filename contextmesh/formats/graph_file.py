@@ -36,6 +36,7 @@ from contextmesh.core import vectors
 from contextmesh.core.canonical import digest
 from contextmesh.core.errors import ContextMeshError, SnapshotError
 from contextmesh.core.graph import ContextGraph
+from contextmesh.core.graph_rules import check_edge
 from contextmesh.core.ids import edge_id
 from contextmesh.core.model import AssumptionRecord, EdgeRecord, EdgeSchema, NodeSchema, Provenance
 from contextmesh.core.ontology import ONTOLOGY, Ontology
@@ -404,7 +405,7 @@ def _restore_edges(graph: ContextGraph, raw_edges: list[Any]) -> None:
                 f"{path}.build", str(record.build), f"no edge is newer than the graph's build {graph.build}"
             )
         try:
-            graph._check_edge(record.src, record.type, record.dst, record.weight)
+            check_edge(graph.ontology, graph._legal, graph.nodes, record.src, record.type, record.dst, record.weight)
         except ContextMeshError as exc:
             raise _refuse(path, exc, "every edge is restored through the same checks as a live write") from None
         expected = edge_id(record.src, record.type, record.dst)
