@@ -26,11 +26,12 @@ from typing import Any
 
 from contextmesh.core.canonical import MAX_SAFE_INTEGER, text_hashes, unshared_copy
 from contextmesh.core.graph import ContextGraph
-from contextmesh.core.ids import EDGE_ID, NODE_TAIL, edge_body, fold, long_body
+from contextmesh.core.ids import EDGE_ID, NODE_TAIL, TYPE_TAIL, edge_body, fold, long_body
 from contextmesh.core.model import EdgeRecord, EdgeSchema, NodeRecord, NodeSchema, Provenance, construct_record
 from contextmesh.core.vectors import checked_bytes
+from contextmesh.formats.graph_edge_parts import EdgeColumns
 
-__all__ = ["fast_edges", "fast_nodes"]
+__all__ = ["fast_edge_columns", "fast_edges", "fast_nodes"]
 
 _NODE_FIELDS = tuple(NodeSchema.model_fields)
 _EDGE_FIELDS = tuple(EdgeSchema.model_fields)
@@ -341,4 +342,121 @@ def _store(
     deque(map(list.append, map(operator.itemgetter(_IN), targets), records), maxlen=0)
     for edge_id, assumption_id in compress(zip(ids, bound, strict=True), map(operator.is_not, bound, repeat(None))):
         graph._bound.setdefault(assumption_of[assumption_id], []).append(edge_id)  # type: ignore[arg-type]
+    return True
+
+
+def fast_edge_columns(graph: ContextGraph, columns: EdgeColumns) -> bool:
+    """Check and store every edge of a parted file's edge columns (G37-G47), or store nothing and
+    return ``False``. Endpoints are node indices, already checked to lie within the node list (G59)."""
+    nodes = list(graph.nodes.values())  # in file order: the graph was empty, and nodes came first
+    if len(nodes) != columns.nodes:
+        return False
+    ids, srcs, dsts, raw_types, evidence, weights, builds, bound, traversals, invalidated = map(
+        columns.column, _EDGE_FIELDS
+    )
+    try:
+        types: list[Any] = list(map(graph._names.get, raw_types))
+    except TypeError:  # an unhashable type
+        return False
+    if not set(types) <= graph._legal.keys():
+        return False
+    if not (_only(weights, float) and all(map(operator.lt, repeat(0.0), weights))):
+        return False
+    if not all(map(operator.gt, repeat(_INFINITY), weights)):
+        return False
+    if not (_counts(builds, graph.build) and _counts(traversals) and _only(invalidated, bool) and _only(ids, str)):
+        return False
+    sources = list(map(nodes.__getitem__, srcs))
+    targets = list(map(nodes.__getitem__, dsts))
+    if any(map(operator.is_, sources, targets)):  # G43: no self edge
+        return False
+    legal = {(t, a, b) for t, pairs in graph._legal.items() for a, b in pairs}
+    node_type = operator.attrgetter("type")
+    if not all(map(legal.__contains__, zip(types, map(node_type, sources), map(node_type, targets), strict=True))):
+        return False
+    node_ids = [node.id for node in nodes]
+    if not _ids_derived(graph, ids, node_ids, srcs, types, dsts):
+        return False
+    evidence_ids = _indexed_evidence(node_ids, evidence)
+    assumption_of: dict[int | None, str | None] = {None: None}
+    assumption_of.update((i, node_ids[i]) for i in set(bound) - {None})
+    if evidence_ids is None or not set(assumption_of.values()) - {None} <= graph.assumptions.keys():
+        return False
+    start = graph._next_seq
+    records = list(
+        map(
+            EdgeRecord,
+            ids,
+            map(node_ids.__getitem__, srcs),
+            map(node_ids.__getitem__, dsts),
+            types,
+            evidence_ids,
+            weights,
+            builds,
+            map(assumption_of.__getitem__, bound),
+            traversals,
+            invalidated,
+            range(start, start + len(ids)),
+        )
+    )
+    return _stored(graph, ids, records, sources, targets)
+
+
+def _ids_derived(
+    graph: ContextGraph,
+    ids: list[str],
+    node_ids: list[str],
+    srcs: list[int],
+    types: list[str],
+    dsts: list[int],
+) -> bool:
+    """G44 for every edge: its id is ``<source's head><type's tail><target's tail>`` (ADR 0021),
+    tested with ``startswith``/``endswith`` and lengths, so no id is built to be compared."""
+    folds = list(map(fold, node_ids))
+    tails = text_hashes(node_ids, NODE_TAIL)
+    heads = [
+        None if body is None else EDGE_ID.format(body, tail, "", "")
+        for body, tail in zip(map(long_body, folds), tails, strict=True)
+    ]
+    src_heads: list[Any] = list(map(heads.__getitem__, srcs))
+    for index in [i for i, head in enumerate(src_heads) if head is None]:  # a short source's body reaches on
+        source = srcs[index]
+        body = edge_body(folds[source], graph._ids.type_parts[types[index]][0], folds[dsts[index]])
+        src_heads[index] = EDGE_ID.format(body, tails[source], "", "")
+    type_tails = {t: part[1] for t, part in graph._ids.type_parts.items()}
+    lengths = map(operator.add, map(len, src_heads), repeat(TYPE_TAIL + NODE_TAIL))
+    return (
+        all(map(operator.eq, map(len, ids), lengths))
+        and all(map(str.startswith, ids, src_heads))
+        and all(map(str.startswith, ids, map(type_tails.__getitem__, types), map(len, src_heads)))
+        and all(map(str.endswith, ids, map(tails.__getitem__, dsts)))
+    )
+
+
+def _indexed_evidence(node_ids: list[str], column: Sequence[list[int]]) -> list[tuple[str, ...]] | None:
+    """G45: each list names each node once (indices checked by G60); as tuples of node id strings."""
+    out: list[tuple[str, ...]] = [()] * len(column)
+    for index in compress(range(len(column)), column):
+        named = column[index]
+        if len(set(named)) != len(named):
+            return None
+        out[index] = tuple(map(node_ids.__getitem__, named))
+    return out
+
+
+def _stored(
+    graph: ContextGraph, ids: list[str], records: list[EdgeRecord], sources: list[Any], targets: list[Any]
+) -> bool:
+    """Store built edges, adjacency in bulk; ``False``, storing nothing, when two share an id (G40)."""
+    by_id = dict(zip(ids, records, strict=True))
+    if len(by_id) != len(records) or not by_id.keys().isdisjoint(graph.edges):
+        return False
+    graph.edges.update(by_id)
+    graph._next_seq += len(records)
+    out_of, in_of = operator.attrgetter("_out"), operator.attrgetter("_in")
+    deque(map(list.append, map(out_of, sources), records), maxlen=0)
+    deque(map(list.append, map(in_of, targets), records), maxlen=0)
+    for record in records:
+        if record.assumption_id is not None:
+            graph._bound.setdefault(record.assumption_id, []).append(record.id)
     return True

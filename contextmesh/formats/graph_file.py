@@ -40,8 +40,9 @@ from contextmesh.core.graph_rules import check_edge
 from contextmesh.core.ids import edge_id
 from contextmesh.core.model import AssumptionRecord, EdgeRecord, EdgeSchema, NodeSchema, Provenance
 from contextmesh.core.ontology import ONTOLOGY, Ontology
-from contextmesh.formats.graph_columns import fast_edges, fast_nodes
-from contextmesh.formats.graph_parts import graph_bytes, graph_document
+from contextmesh.formats.graph_columns import fast_edge_columns, fast_edges, fast_nodes
+from contextmesh.formats.graph_edge_parts import EdgeColumns
+from contextmesh.formats.graph_parts import graph_bytes, parse_graph
 from contextmesh.formats.graph_references import check_cross_references
 from contextmesh.formats.graph_upgrade import upgrade_v2
 from contextmesh.formats.records import (
@@ -206,7 +207,7 @@ def dump_graph(graph: ContextGraph, *, part_records: int | None = None) -> bytes
 def load_graph(data: bytes, ontology: Ontology = ONTOLOGY) -> ContextGraph:
     """Parse and restore a graph file, refusing anything that could not be restored faithfully."""
     with collector_paused():
-        graph = graph_from_dict(graph_document(data), ontology)
+        graph = graph_from_dict(parse_graph(data), ontology)
     release_freed_memory()
     return graph
 
@@ -248,6 +249,8 @@ def graph_from_dict(data: Any, ontology: Ontology = ONTOLOGY) -> ContextGraph:
 def _graph_from_dict(data: Any, ontology: Ontology) -> ContextGraph:
     top = expect_dict(data, "$")
     upgraded = top.get("schema") == GRAPH_SCHEMA and type(top.get("version")) is int and top["version"] == 2
+    if upgraded and type(top.get("edges")) is EdgeColumns:  # v2 was never parted; held to v2's rules all the same
+        top["edges"] = top["edges"].records(top["nodes"])
     if upgraded:
         top = upgrade_v2(top)  # v2's edge ids checked, then renamed to v3's (ADR 0021)
     check_header(top, GRAPH_SCHEMA, GRAPH_VERSION, original_versions=(1,), upgraded_versions=(2,))
@@ -268,9 +271,13 @@ def _graph_from_dict(data: Any, ontology: Ontology) -> ContextGraph:
     if not fast_nodes(graph, raw_nodes):
         _restore_nodes(graph, raw_nodes)
     _restore_assumptions(graph, expect_list(top["assumptions"], "assumptions"))
-    raw_edges = expect_list(top["edges"], "edges")
-    if not fast_edges(graph, raw_edges):
-        _restore_edges(graph, raw_edges)
+    if type(top["edges"]) is EdgeColumns:  # a parted file's edge columns (ADR 0034)
+        if not fast_edge_columns(graph, top["edges"]):
+            _restore_edges(graph, top["edges"].records(top["nodes"]))
+    else:
+        raw_edges = expect_list(top["edges"], "edges")
+        if not fast_edges(graph, raw_edges):
+            _restore_edges(graph, raw_edges)
     check_cross_references(graph)
     graph.upgraded_from = 2 if upgraded else None
     return graph
