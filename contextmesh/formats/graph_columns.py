@@ -37,6 +37,7 @@ _NODE_FIELDS = tuple(NodeSchema.model_fields)
 _EDGE_FIELDS = tuple(EdgeSchema.model_fields)
 _PROVENANCE_KEYS = frozenset(Provenance.model_fields)
 _INFINITY = float("inf")
+_BODY_LIMIT = 40  # ids._BODY_LIMIT: an edge id's readable body is cut to 40 characters
 _RECORD_FIELDS = frozenset(NodeSchema.model_fields)
 
 
@@ -399,7 +400,7 @@ def fast_edge_columns(graph: ContextGraph, columns: EdgeColumns) -> bool:
             range(start, start + len(ids)),
         )
     )
-    return _stored(graph, ids, records, sources, targets)
+    return _stored(graph, ids, records, sources, targets, bound)
 
 
 def _ids_derived(
@@ -419,10 +420,10 @@ def _ids_derived(
         for body, tail in zip(map(long_body, folds), tails, strict=True)
     ]
     src_heads: list[Any] = list(map(heads.__getitem__, srcs))
-    for index in [i for i, head in enumerate(src_heads) if head is None]:  # a short source's body reaches on
-        source = srcs[index]
-        body = edge_body(folds[source], graph._ids.type_parts[types[index]][0], folds[dsts[index]])
-        src_heads[index] = EDGE_ID.format(body, tails[source], "", "")
+    short = [i for i, head in enumerate(src_heads) if head is None]  # the type and target reach the body
+    short_heads = _short_heads(graph, folds, tails, [(srcs[i], types[i], dsts[i]) for i in short])
+    for index, head in zip(short, short_heads, strict=True):
+        src_heads[index] = head
     type_tails = {t: part[1] for t, part in graph._ids.type_parts.items()}
     lengths = map(operator.add, map(len, src_heads), repeat(TYPE_TAIL + NODE_TAIL))
     return (
@@ -431,6 +432,25 @@ def _ids_derived(
         and all(map(str.startswith, ids, map(type_tails.__getitem__, types), map(len, src_heads)))
         and all(map(str.endswith, ids, map(tails.__getitem__, dsts)))
     )
+
+
+def _short_heads(
+    graph: ContextGraph, folds: list[str], tails: list[str], triples: list[tuple[int, str, int]]
+) -> list[str]:
+    """``edge:<body>-<S>`` of edges whose source is too short to decide the body alone: ``ids.edge_body``
+    over every such edge in C-level passes (the source's fold, the type's, the target's, joined and cut)."""
+    if not triples:
+        return []
+    srcs, types, dsts = (list(column) for column in zip(*triples, strict=True))
+    middles = {
+        t: ("-" + part[0].strip("-") if part[0].strip("-") else "") + "-" for t, part in graph._ids.type_parts.items()
+    }
+    lefts = list(map(str.rstrip, map(folds.__getitem__, srcs), repeat("-")))
+    rights = list(map(str.lstrip, map(folds.__getitem__, dsts), repeat("-")))
+    joined = map(operator.add, map(operator.add, lefts, map(middles.__getitem__, types)), rights)
+    cut = map(operator.getitem, map(str.lstrip, joined, repeat("-")), repeat(slice(0, _BODY_LIMIT)))
+    bodies = [body or "x" for body in map(str.rstrip, cut, repeat("-"))]
+    return list(map(EDGE_ID.format, bodies, map(tails.__getitem__, srcs), repeat(""), repeat("")))
 
 
 def _indexed_evidence(node_ids: list[str], column: Sequence[list[int]]) -> list[tuple[str, ...]] | None:
@@ -445,18 +465,25 @@ def _indexed_evidence(node_ids: list[str], column: Sequence[list[int]]) -> list[
 
 
 def _stored(
-    graph: ContextGraph, ids: list[str], records: list[EdgeRecord], sources: list[Any], targets: list[Any]
+    graph: ContextGraph,
+    ids: list[str],
+    records: list[EdgeRecord],
+    sources: list[Any],
+    targets: list[Any],
+    bound: list[int | None],
 ) -> bool:
     """Store built edges, adjacency in bulk; ``False``, storing nothing, when two share an id (G40)."""
     by_id = dict(zip(ids, records, strict=True))
     if len(by_id) != len(records) or not by_id.keys().isdisjoint(graph.edges):
         return False
-    graph.edges.update(by_id)
+    if graph.edges:
+        graph.edges.update(by_id)
+    else:
+        graph.edges = by_id  # a fresh graph's table: no second copy of 500,000 entries
     graph._next_seq += len(records)
     out_of, in_of = operator.attrgetter("_out"), operator.attrgetter("_in")
     deque(map(list.append, map(out_of, sources), records), maxlen=0)
     deque(map(list.append, map(in_of, targets), records), maxlen=0)
-    for record in records:
-        if record.assumption_id is not None:
-            graph._bound.setdefault(record.assumption_id, []).append(record.id)
+    for record in compress(records, map(operator.is_not, bound, repeat(None))):
+        graph._bound.setdefault(record.assumption_id, []).append(record.id)  # type: ignore[arg-type]
     return True
