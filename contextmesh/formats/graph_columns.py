@@ -26,29 +26,27 @@ from typing import Any
 
 from contextmesh.core.canonical import MAX_SAFE_INTEGER, text_hashes, unshared_copy
 from contextmesh.core.graph import ContextGraph
-from contextmesh.core.ids import EDGE_ID, NODE_TAIL, TYPE_TAIL, edge_body, fold, long_body
+from contextmesh.core.ids import EDGE_ID, NODE_TAIL, edge_body, fold, long_body
 from contextmesh.core.model import EdgeRecord, EdgeSchema, NodeRecord, NodeSchema, Provenance, construct_record
 from contextmesh.core.vectors import checked_bytes
-from contextmesh.formats.graph_edge_parts import EdgeColumns
 
-__all__ = ["fast_edge_columns", "fast_edges", "fast_nodes"]
+__all__ = ["INFINITY", "counts", "fast_edges", "fast_nodes", "only"]
 
 _NODE_FIELDS = tuple(NodeSchema.model_fields)
 _EDGE_FIELDS = tuple(EdgeSchema.model_fields)
 _PROVENANCE_KEYS = frozenset(Provenance.model_fields)
-_INFINITY = float("inf")
-_BODY_LIMIT = 40  # ids._BODY_LIMIT: an edge id's readable body is cut to 40 characters
+INFINITY = float("inf")
 _RECORD_FIELDS = frozenset(NodeSchema.model_fields)
 
 
-def _only(column: Sequence[Any], *kinds: type) -> bool:
+def only(column: Sequence[Any], *kinds: type) -> bool:
     """Every value's exact type is one of ``kinds`` (``bool`` is not ``int`` here)."""
     return set(map(type, column)) <= set(kinds)
 
 
-def _counts(column: Sequence[Any], ceiling: int = MAX_SAFE_INTEGER) -> bool:
+def counts(column: Sequence[Any], ceiling: int = MAX_SAFE_INTEGER) -> bool:
     """Every value an exact ``int`` in ``0..ceiling``."""
-    return _only(column, int) and (not column or (min(column) >= 0 and max(column) <= ceiling))
+    return only(column, int) and (not column or (min(column) >= 0 and max(column) <= ceiling))
 
 
 def _json_only(values: list[Any]) -> bool:
@@ -62,7 +60,7 @@ def _json_only(values: list[Any]) -> bool:
         if kind is str or kind is bool or item is None:
             continue
         if kind is dict:
-            if not _only(list(item), str):
+            if not only(list(item), str):
                 return False
             extend(item.values())
         elif kind is list:
@@ -97,9 +95,9 @@ def _provenances(graph: ContextGraph, column: Sequence[Any], ids: dict[str, str]
         )
         if type(source_id) is not str or not source_id or type(extractor) is not str:
             return None
-        if span is not None and not (type(span) is list and len(span) == 2 and _counts(span) and span[0] <= span[1]):
+        if span is not None and not (type(span) is list and len(span) == 2 and counts(span) and span[0] <= span[1]):
             return None
-        if type(checks) is not list or not _only(checks, str) or len(set(checks)) != len(checks):
+        if type(checks) is not list or not only(checks, str) or len(set(checks)) != len(checks):
             return None
         if type(recorded) is not int or not 0 <= recorded <= graph.build:
             return None
@@ -148,7 +146,7 @@ def _must_carry(
 def _columns(raw: list[Any], fields: tuple[str, ...]) -> tuple[tuple[Any, ...], ...] | None:
     """The records' fields as columns, in ``fields`` order, when every record is a plain ``dict``
     with exactly those keys (G11/G12, G37/G38); else ``None``."""
-    if not _only(raw, dict) or not all(map(operator.eq, map(len, raw), repeat(len(fields)))):
+    if not only(raw, dict) or not all(map(operator.eq, map(len, raw), repeat(len(fields)))):
         return None
     try:
         rows = list(map(operator.itemgetter(*fields), raw))  # a missing key raises; the count rules out others
@@ -163,15 +161,15 @@ def fast_nodes(graph: ContextGraph, raw: list[Any]) -> bool:
     if columns is None:
         return False
     ids, types, labels, attrs, provenance, texts, builds, walks, pruned, invalidated = columns
-    if not (_only(ids, str) and all(ids) and len(set(ids)) == len(ids) and not set(ids) & graph.nodes.keys()):
+    if not (only(ids, str) and all(ids) and len(set(ids)) == len(ids) and not set(ids) & graph.nodes.keys()):
         return False
-    if not (_only(types, str) and set(types) <= graph.ontology.must_carry.keys() and _only(labels, str)):
+    if not (only(types, str) and set(types) <= graph.ontology.must_carry.keys() and only(labels, str)):
         return False
-    if not (_only(attrs, dict) and _json_only(list(attrs))):
+    if not (only(attrs, dict) and _json_only(list(attrs))):
         return False
-    if not (_counts(builds, graph.build) and _counts(walks) and _only(pruned, bool) and _only(invalidated, bool)):
+    if not (counts(builds, graph.build) and counts(walks) and only(pruned, bool) and only(invalidated, bool)):
         return False
-    if not _only(texts, str, type(None)):
+    if not only(texts, str, type(None)):
         return False
     vectors = [None if text is None else checked_bytes(text) for text in texts]
     if vectors.count(None) != texts.count(None):
@@ -267,13 +265,13 @@ def fast_edges(graph: ContextGraph, raw: list[Any]) -> bool:
         return False
     if not set(types) <= graph._legal.keys():  # an unknown type looked up None
         return False
-    if not (_only(weights, float) and all(map(operator.lt, repeat(0.0), weights))):
+    if not (only(weights, float) and all(map(operator.lt, repeat(0.0), weights))):
         return False
-    if not all(map(operator.gt, repeat(_INFINITY), weights)):
+    if not all(map(operator.gt, repeat(INFINITY), weights)):
         return False
-    if not (_counts(builds, graph.build) and _counts(traversals)):
+    if not (counts(builds, graph.build) and counts(traversals)):
         return False
-    if not (_only(invalidated, bool) and _only(evidence, list) and _only(bound, str, type(None))):
+    if not (only(invalidated, bool) and only(evidence, list) and only(bound, str, type(None))):
         return False
     endpoints = _endpoints(graph, ids, srcs, types, dsts)
     if endpoints is None:
@@ -294,7 +292,7 @@ def _evidence(graph: ContextGraph, column: Sequence[list[Any]]) -> list[tuple[st
     out: list[tuple[str, ...]] = [()] * len(column)
     for index in compress(range(len(column)), column):  # only the lists that name something
         ids = column[index]
-        if not _only(ids, str) or len(set(ids)) != len(ids):
+        if not only(ids, str) or len(set(ids)) != len(ids):
             return None
         named = [graph.nodes.get(i) for i in ids]
         if any(node is None for node in named):
@@ -343,147 +341,4 @@ def _store(
     deque(map(list.append, map(operator.itemgetter(_IN), targets), records), maxlen=0)
     for edge_id, assumption_id in compress(zip(ids, bound, strict=True), map(operator.is_not, bound, repeat(None))):
         graph._bound.setdefault(assumption_of[assumption_id], []).append(edge_id)  # type: ignore[arg-type]
-    return True
-
-
-def fast_edge_columns(graph: ContextGraph, columns: EdgeColumns) -> bool:
-    """Check and store every edge of a parted file's edge columns (G37-G47), or store nothing and
-    return ``False``. Endpoints are node indices, already checked to lie within the node list (G59)."""
-    nodes = list(graph.nodes.values())  # in file order: the graph was empty, and nodes came first
-    if len(nodes) != columns.nodes:
-        return False
-    ids, srcs, dsts, raw_types, evidence, weights, builds, bound, traversals, invalidated = map(
-        columns.column, _EDGE_FIELDS
-    )
-    try:
-        types: list[Any] = list(map(graph._names.get, raw_types))
-    except TypeError:  # an unhashable type
-        return False
-    if not set(types) <= graph._legal.keys():
-        return False
-    if not (_only(weights, float) and all(map(operator.lt, repeat(0.0), weights))):
-        return False
-    if not all(map(operator.gt, repeat(_INFINITY), weights)):
-        return False
-    if not (_counts(builds, graph.build) and _counts(traversals) and _only(invalidated, bool) and _only(ids, str)):
-        return False
-    sources = list(map(nodes.__getitem__, srcs))
-    targets = list(map(nodes.__getitem__, dsts))
-    if any(map(operator.is_, sources, targets)):  # G43: no self edge
-        return False
-    legal = {(t, a, b) for t, pairs in graph._legal.items() for a, b in pairs}
-    node_type = operator.attrgetter("type")
-    if not all(map(legal.__contains__, zip(types, map(node_type, sources), map(node_type, targets), strict=True))):
-        return False
-    node_ids = [node.id for node in nodes]
-    if not _ids_derived(graph, ids, node_ids, srcs, types, dsts):
-        return False
-    evidence_ids = _indexed_evidence(node_ids, evidence)
-    assumption_of: dict[int | None, str | None] = {None: None}
-    assumption_of.update((i, node_ids[i]) for i in set(bound) - {None})
-    if evidence_ids is None or not set(assumption_of.values()) - {None} <= graph.assumptions.keys():
-        return False
-    start = graph._next_seq
-    records = list(
-        map(
-            EdgeRecord,
-            ids,
-            map(node_ids.__getitem__, srcs),
-            map(node_ids.__getitem__, dsts),
-            types,
-            evidence_ids,
-            weights,
-            builds,
-            map(assumption_of.__getitem__, bound),
-            traversals,
-            invalidated,
-            range(start, start + len(ids)),
-        )
-    )
-    return _stored(graph, ids, records, sources, targets, bound)
-
-
-def _ids_derived(
-    graph: ContextGraph,
-    ids: list[str],
-    node_ids: list[str],
-    srcs: list[int],
-    types: list[str],
-    dsts: list[int],
-) -> bool:
-    """G44 for every edge: its id is ``<source's head><type's tail><target's tail>`` (ADR 0021),
-    tested with ``startswith``/``endswith`` and lengths, so no id is built to be compared."""
-    folds = list(map(fold, node_ids))
-    tails = text_hashes(node_ids, NODE_TAIL)
-    heads = [
-        None if body is None else EDGE_ID.format(body, tail, "", "")
-        for body, tail in zip(map(long_body, folds), tails, strict=True)
-    ]
-    src_heads: list[Any] = list(map(heads.__getitem__, srcs))
-    short = [i for i, head in enumerate(src_heads) if head is None]  # the type and target reach the body
-    short_heads = _short_heads(graph, folds, tails, [(srcs[i], types[i], dsts[i]) for i in short])
-    for index, head in zip(short, short_heads, strict=True):
-        src_heads[index] = head
-    type_tails = {t: part[1] for t, part in graph._ids.type_parts.items()}
-    lengths = map(operator.add, map(len, src_heads), repeat(TYPE_TAIL + NODE_TAIL))
-    return (
-        all(map(operator.eq, map(len, ids), lengths))
-        and all(map(str.startswith, ids, src_heads))
-        and all(map(str.startswith, ids, map(type_tails.__getitem__, types), map(len, src_heads)))
-        and all(map(str.endswith, ids, map(tails.__getitem__, dsts)))
-    )
-
-
-def _short_heads(
-    graph: ContextGraph, folds: list[str], tails: list[str], triples: list[tuple[int, str, int]]
-) -> list[str]:
-    """``edge:<body>-<S>`` of edges whose source is too short to decide the body alone: ``ids.edge_body``
-    over every such edge in C-level passes (the source's fold, the type's, the target's, joined and cut)."""
-    if not triples:
-        return []
-    srcs, types, dsts = (list(column) for column in zip(*triples, strict=True))
-    middles = {
-        t: ("-" + part[0].strip("-") if part[0].strip("-") else "") + "-" for t, part in graph._ids.type_parts.items()
-    }
-    lefts = list(map(str.rstrip, map(folds.__getitem__, srcs), repeat("-")))
-    rights = list(map(str.lstrip, map(folds.__getitem__, dsts), repeat("-")))
-    joined = map(operator.add, map(operator.add, lefts, map(middles.__getitem__, types)), rights)
-    cut = map(operator.getitem, map(str.lstrip, joined, repeat("-")), repeat(slice(0, _BODY_LIMIT)))
-    bodies = [body or "x" for body in map(str.rstrip, cut, repeat("-"))]
-    return list(map(EDGE_ID.format, bodies, map(tails.__getitem__, srcs), repeat(""), repeat("")))
-
-
-def _indexed_evidence(node_ids: list[str], column: Sequence[list[int]]) -> list[tuple[str, ...]] | None:
-    """G45: each list names each node once (indices checked by G60); as tuples of node id strings."""
-    out: list[tuple[str, ...]] = [()] * len(column)
-    for index in compress(range(len(column)), column):
-        named = column[index]
-        if len(set(named)) != len(named):
-            return None
-        out[index] = tuple(map(node_ids.__getitem__, named))
-    return out
-
-
-def _stored(
-    graph: ContextGraph,
-    ids: list[str],
-    records: list[EdgeRecord],
-    sources: list[Any],
-    targets: list[Any],
-    bound: list[int | None],
-) -> bool:
-    """Store built edges, adjacency in bulk; ``False``, storing nothing, when two share an id (G40)."""
-    by_id = dict(zip(ids, records, strict=True))
-    if len(by_id) != len(records) or not by_id.keys().isdisjoint(graph.edges):
-        return False
-    if graph.edges:
-        graph.edges.update(by_id)
-    else:
-        graph.edges = by_id  # a fresh graph's table: no second copy of 500,000 entries
-    graph._next_seq += len(records)
-    out_of, in_of = operator.attrgetter("_out"), operator.attrgetter("_in")
-    deque(map(list.append, map(out_of, sources), records), maxlen=0)
-    deque(map(list.append, map(in_of, targets), records), maxlen=0)
-    for record in compress(records, map(operator.is_not, bound, repeat(None))):
-        graph._bound.setdefault(record.assumption_id, []).append(record.id)  # type: ignore[arg-type]
     return True

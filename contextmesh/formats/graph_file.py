@@ -12,8 +12,9 @@ Invariants of the loader (``tests/formats/test_graph_file.py`` and the corruptio
 2. Every node and edge is held to the same rules as a live write, so an illegal pair or a missing
    must-carry name in a file is refused like one in code. Nodes and edges are first checked and
    built column by column (:mod:`contextmesh.formats.graph_columns`, validated once, constructed
-   without re-validation); a list that pass does not accept whole is restored record by record
-   through the live write's checks, which report the first problem in the format page's order.
+   without re-validation; a parted file's edges straight from its edge columns, ADR 0034); a list
+   that pass does not accept whole is restored record by record through the live write's checks,
+   which report the first problem in the format page's order.
 3. Cross-references are checked once every record exists: edge endpoints, evidence ids naming
    nodes, assumption node ↔ record agreement, two-sided supersession, bound edges, and the
    recomputed fingerprint of every explicit-id decision.
@@ -40,7 +41,8 @@ from contextmesh.core.graph_rules import check_edge
 from contextmesh.core.ids import edge_id
 from contextmesh.core.model import AssumptionRecord, EdgeRecord, EdgeSchema, NodeSchema, Provenance
 from contextmesh.core.ontology import ONTOLOGY, Ontology
-from contextmesh.formats.graph_columns import fast_edge_columns, fast_edges, fast_nodes
+from contextmesh.formats.graph_columns import fast_edges, fast_nodes
+from contextmesh.formats.graph_edge_columns import fast_edge_columns
 from contextmesh.formats.graph_edge_parts import EdgeColumns
 from contextmesh.formats.graph_parts import graph_bytes, parse_graph
 from contextmesh.formats.graph_references import check_cross_references

@@ -9,10 +9,16 @@ parts of exactly ``records`` records (the last of each list shorter). Each line 
 JSON ending in a newline, so the file's bytes are a function of the graph and ``records`` alone.
 A graph that fits is written as one document, as before.
 
-Reading: :func:`graph_document` returns the one document either shape describes. Every part is
-untrusted input of its own (G52-G57): its byte length is bounded before it is parsed, it is parsed
-strictly (``canonical.loads``, G1-G4 with paths under ``part[k]``), and it must be exactly the part
-the header announces at that place. The assembled document then meets every other rule.
+Since ADR 0034 the header's ``parts`` says ``"layout": "columns"`` and each edge part is ten
+columns, nodes named by their index in the file (:mod:`contextmesh.formats.graph_edge_parts`);
+files with record parts and no ``layout`` are still read.
+
+Reading: :func:`graph_document` returns the one document either shape describes, every list as
+records; :func:`parse_graph` the same with a parted file's edge columns left as columns (what the
+loader builds from). Every part is untrusted input of its own (G52-G60): its byte length is
+bounded before it is parsed, it is parsed strictly (``canonical.loads``, G1-G4 with paths under
+``part[k]``), and it must be exactly the part the header announces at that place. The assembled
+document then meets every other rule.
 """
 
 from __future__ import annotations
