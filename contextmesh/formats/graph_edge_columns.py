@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import operator
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from itertools import compress, repeat
 from typing import Any
 
@@ -133,7 +133,7 @@ def _short_heads(
     lefts = list(map(str.rstrip, map(folds.__getitem__, srcs), repeat("-")))
     rights = list(map(str.lstrip, map(folds.__getitem__, dsts), repeat("-")))
     joined = map(operator.add, map(operator.add, lefts, map(middles.__getitem__, types)), rights)
-    cut = map(operator.getitem, map(str.lstrip, joined, repeat("-")), repeat(slice(0, _BODY_LIMIT)))
+    cut: Iterator[Any] = map(operator.getitem, map(str.lstrip, joined, repeat("-")), repeat(slice(0, _BODY_LIMIT)))
     bodies = [body or "x" for body in map(str.rstrip, cut, repeat("-"))]
     return list(map(EDGE_ID.format, bodies, map(tails.__getitem__, srcs), repeat(""), repeat("")))
 
