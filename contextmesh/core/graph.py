@@ -232,8 +232,8 @@ class ContextGraph:
         nid = node_id if node_id is not None else slug(label, node_type)
         new_attrs = dict(attrs or {})
         ensure_canonical(new_attrs, f"node '{nid}'.attrs")
-        if embedding is not None and (problem := vectors.check(embedding)) is not None:
-            raise OntologyError(f"node '{nid}': embedding refused: {problem}")
+        if embedding is not None and vectors.checked_bytes(embedding) is None:  # the fast test; check() says why
+            raise OntologyError(f"node '{nid}': embedding refused: {vectors.check(embedding)}")
         existing = self.nodes.get(nid)
         if existing is not None:
             if existing.type != node_type or existing.label != label:
