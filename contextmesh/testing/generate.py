@@ -16,7 +16,8 @@ Invariants (``tests/test_generate.py`` pins them):
 2. Embeddings come from their own generator, seeded from the first draw of the main one, so the
    same seed yields the same nodes and edges with ``embeddings=True`` or ``False``.
 3. Every node and edge is written through the graph's checked write path (``add_node``,
-   ``_mint_decision``, ``add_assumption``, ``add_edge``): every edge is a legal pair of GRAPH.md
+   ``_mint_decision``, ``add_assumption``, ``add_edge``, and for the random edges
+   ``graph_bulk.add_new_edges``, the same rules over a batch): every edge is a legal pair of GRAPH.md
    and every node carries its must-carry names. Sources carry ``origin`` and ``retrieved_at``
    (an ISO date in 2024, or null for about one in ten); claims and decisions carry provenance
    naming a source inserted before them; decisions are auto-minted (``decision:auto:`` ids);
@@ -37,12 +38,14 @@ import random
 from bisect import bisect_right
 from collections.abc import Callable
 from itertools import accumulate
+from typing import Any
 
 from pydantic import JsonValue
 
 from contextmesh.core import vectors
 from contextmesh.core.errors import IdentityError, InputError
 from contextmesh.core.graph import ContextGraph
+from contextmesh.core.graph_bulk import add_new_edges
 from contextmesh.core.ids import AUTO_DECISION_PREFIX, slug
 from contextmesh.core.model import AssumptionRecord, Provenance
 from contextmesh.core.ontology import ONTOLOGY, Ontology
@@ -92,6 +95,7 @@ _EDGE_MIX: tuple[tuple[str, str, str, float], ...] = (
 
 _DIMENSIONS = 256
 _PARETO_ALPHA = 1.8  # below 2 the degree variance is unbounded: a few hubs, a long tail
+_BATCH = 50_000  # drawn edges stored at once
 _DRAWS_PER_EDGE = 20  # give up after this many rejected draws per wanted edge (saturated graphs)
 _YEAR_START = datetime.date(2024, 1, 1)
 
@@ -353,7 +357,11 @@ def _add_random_edges(graph: ContextGraph, pools: dict[str, list[str]], wanted: 
         weights = cumulative[node_type]
         return bisect_right(weights, rng.random() * weights[-1], 0, len(weights) - 1)
 
-    while len(graph.edges) < wanted and draws_left > 0:
+    # The drawn edges, written in batches through the checked bulk write (graph_bulk): the same
+    # rules and the same graph as one add_edge a draw, without five calls an edge.
+    batch: tuple[list[str], list[str], list[str], list[tuple[str, ...]], list[float]] = ([], [], [], [], [])
+    drawn = len(graph.edges)
+    while drawn < wanted and draws_left > 0:
         draws_left -= 1
         edge_type, src_type, dst_type = mix[bisect_right(mix_weights, rng.random() * mix_weights[-1], 0, len(mix) - 1)]
         src_index, dst_index = pick(src_type), pick(dst_type)
@@ -368,13 +376,33 @@ def _add_random_edges(graph: ContextGraph, pools: dict[str, list[str]], wanted: 
         if edge_type == "supports" and src_type == "claim" and pools["evidence"] and rng.random() < 0.3:
             evidence = (pools["evidence"][pick("evidence")],)
         weight = round(rng.uniform(0.1, 2.0), 2)
-        try:
-            graph.add_edge(src, edge_type, dst, evidence_ids=evidence, weight=weight)
-            stored.add((src, edge_type, dst))
-        except IdentityError:
-            # Two edges share an id only if two node ids share 64 bits of SHA-1 (ADR 0021); the
-            # graph refuses the second (GRAPH.md rule 9), and skipping it is deterministic.
-            continue
+        for column, value in zip(batch, (src, edge_type, dst, evidence, weight), strict=True):
+            column.append(value)  # type: ignore[attr-defined]
+        stored.add((src, edge_type, dst))
+        drawn += 1
+        if len(batch[0]) == _BATCH or drawn == wanted:
+            drawn = _write(graph, batch)
+    if batch[0]:
+        _write(graph, batch)
+
+
+def _write(graph: ContextGraph, batch: tuple[list[Any], ...]) -> int:
+    """Store a batch of drawn edges and empty it; the graph's edge count after."""
+    try:
+        add_new_edges(graph, *batch)
+    except IdentityError:
+        # Two edges share an id only if two node ids share 64 bits of SHA-1 (ADR 0021); the graph
+        # refuses the second (GRAPH.md rule 9). Store the batch one by one, skipping such an edge
+        # (deterministically), and let the caller draw again for it.
+        for src, edge_type, dst, evidence, weight in zip(*batch, strict=True):
+            if graph.find_edge(src, edge_type, dst) is None:
+                try:
+                    graph.add_edge(src, edge_type, dst, evidence_ids=evidence, weight=weight)
+                except IdentityError:
+                    continue
+    for column in batch:
+        column.clear()
+    return len(graph.edges)
 
 
 def _assumption(assumption_id: str, statement: str) -> AssumptionRecord:
