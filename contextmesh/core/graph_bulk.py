@@ -16,7 +16,7 @@ from __future__ import annotations
 import operator
 from collections import deque
 from collections.abc import Sequence
-from itertools import repeat
+from itertools import compress, repeat
 
 from contextmesh.core.edge_ids import node_part
 from contextmesh.core.graph import ContextGraph
@@ -74,7 +74,8 @@ def _checked_records(
         return None
     if not all(map(operator.gt, repeat(_INFINITY), weights)) or len(weights) != len(srcs):
         return None
-    if any(s.type == "decision" and s.attrs.get("decision_identity") == "explicit" for s in sources):  # type: ignore[union-attr]
+    decisions = compress(sources, map(operator.eq, map(kinds, sources), repeat("decision")))
+    if any(d.attrs.get("decision_identity") == "explicit" for d in decisions):  # type: ignore[union-attr]
         return None  # its digest-covered edges are frozen: add_edge says which
     if not all(nodes.keys() >= set(ids) and len(set(ids)) == len(ids) for ids in evidence if ids):
         return None

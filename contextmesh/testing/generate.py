@@ -353,13 +353,16 @@ def _add_random_edges(graph: ContextGraph, pools: dict[str, list[str]], wanted: 
     # The triples stored so far: what ``find_edge`` answers, without deriving an edge id per draw.
     stored = {(e.src, e.type, e.dst) for e in graph.edges.values()}
 
+    spans = {t: (weights, weights[-1] if weights else 0.0, len(weights) - 1) for t, weights in cumulative.items()}
+    draw = rng.random
+
     def pick(node_type: str) -> int:
-        weights = cumulative[node_type]
-        return bisect_right(weights, rng.random() * weights[-1], 0, len(weights) - 1)
+        weights, total, last = spans[node_type]
+        return bisect_right(weights, draw() * total, 0, last)
 
     # The drawn edges, written in batches through the checked bulk write (graph_bulk): the same
     # rules and the same graph as one add_edge a draw, without five calls an edge.
-    batch: tuple[list[str], list[str], list[str], list[tuple[str, ...]], list[float]] = ([], [], [], [], [])
+    batch: list[tuple[str, str, str, tuple[str, ...], float]] = []
     drawn = len(graph.edges)
     while drawn < wanted and draws_left > 0:
         draws_left -= 1
@@ -376,32 +379,30 @@ def _add_random_edges(graph: ContextGraph, pools: dict[str, list[str]], wanted: 
         if edge_type == "supports" and src_type == "claim" and pools["evidence"] and rng.random() < 0.3:
             evidence = (pools["evidence"][pick("evidence")],)
         weight = round(rng.uniform(0.1, 2.0), 2)
-        for column, value in zip(batch, (src, edge_type, dst, evidence, weight), strict=True):
-            column.append(value)  # type: ignore[attr-defined]
+        batch.append((src, edge_type, dst, evidence, weight))
         stored.add((src, edge_type, dst))
         drawn += 1
-        if len(batch[0]) == _BATCH or drawn == wanted:
+        if len(batch) == _BATCH or drawn == wanted:
             drawn = _write(graph, batch)
-    if batch[0]:
+    if batch:
         _write(graph, batch)
 
 
-def _write(graph: ContextGraph, batch: tuple[list[Any], ...]) -> int:
+def _write(graph: ContextGraph, batch: list[tuple[Any, ...]]) -> int:
     """Store a batch of drawn edges and empty it; the graph's edge count after."""
     try:
-        add_new_edges(graph, *batch)
+        add_new_edges(graph, *(list(column) for column in zip(*batch, strict=True)))
     except IdentityError:
         # Two edges share an id only if two node ids share 64 bits of SHA-1 (ADR 0021); the graph
         # refuses the second (GRAPH.md rule 9). Store the batch one by one, skipping such an edge
         # (deterministically), and let the caller draw again for it.
-        for src, edge_type, dst, evidence, weight in zip(*batch, strict=True):
+        for src, edge_type, dst, evidence, weight in batch:
             if graph.find_edge(src, edge_type, dst) is None:
                 try:
                     graph.add_edge(src, edge_type, dst, evidence_ids=evidence, weight=weight)
                 except IdentityError:
                     continue
-    for column in batch:
-        column.clear()
+    batch.clear()
     return len(graph.edges)
 
 
