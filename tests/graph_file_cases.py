@@ -535,7 +535,12 @@ SEMANTIC_CASES: tuple[Case, ...] = (
     Case("original-project-v1-file", _edit(_original_v1), "version", "file of the original ContextMesh project"),
     # Read as v2, a v3 file's first edge id is not the v2 id its triple derives (G6's upgrade check).
     Case("v3-ids-in-a-v2-file", _edit(_set(lambda d: d, "version", 2)), "edges[0].id", "a v2 edge's id is derived"),
-    Case("future-version-4", _edit(_set(lambda d: d, "version", 4)), "version", "reads only v3"),
+    Case(
+        "future-version-4",
+        _edit(_set(lambda d: d, "version", 4)),
+        "version",
+        "reads only v3 (and v2, upgraded on load)",
+    ),
     Case("version-as-bool", _edit(_set(lambda d: d, "version", True)), "version", "integer"),
     Case(
         "wrong-schema",

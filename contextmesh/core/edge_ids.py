@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from contextmesh.core.errors import OntologyError
-from contextmesh.core.ids import TYPE_TAIL, edge_body, edge_id_from_parts, fold, name_tail
+from contextmesh.core.ids import EDGE_ID, TYPE_TAIL, edge_body, fold, long_body, name_tail
 from contextmesh.core.model import NodeRecord
 
 __all__ = ["EdgeIds", "node_part"]
@@ -39,17 +39,22 @@ class EdgeIds:
         last = self._last
         if last[0] is source and last[1] == edge_type and last[2] is target:
             return last[3]  # a write asks twice in a row: find_edge, then add_edge
-        src_fold, src_tail = node_part(source)
+        src_fold, src_tail, prefix = source._part or node_part(source)
         type_fold, type_tail = self.type_parts[edge_type]
-        dst_fold, dst_tail = node_part(target)
-        edge_id = edge_id_from_parts(edge_body(src_fold, type_fold, dst_fold), src_tail, type_tail, dst_tail)
+        dst_fold, dst_tail, _ = target._part or node_part(target)
+        if prefix is None:  # a short source: the type and the target decide the rest of the body
+            prefix = EDGE_ID.format(edge_body(src_fold, type_fold, dst_fold), src_tail, "", "")
+        edge_id = prefix + type_tail + dst_tail
         self._last = (source, edge_type, target, edge_id)
         return edge_id
 
 
-def node_part(node: NodeRecord) -> tuple[str, str]:
-    """A node's fold and edge-id tail, computed once and kept on the record."""
+def node_part(node: NodeRecord) -> tuple[str, str, str | None]:
+    """A node's fold, its edge-id tail and, when its id alone decides the body of every edge id out
+    of it, that id's head ``edge:<body>-<tail>``; computed once and kept on the record."""
     part = node._part
     if part is None:
-        part = node._part = (fold(node.id), name_tail(node.id))
+        node_fold, tail = fold(node.id), name_tail(node.id)
+        body = long_body(node_fold)
+        part = node._part = (node_fold, tail, None if body is None else EDGE_ID.format(body, tail, "", ""))
     return part

@@ -232,8 +232,8 @@ class ContextGraph:
         nid = node_id if node_id is not None else slug(label, node_type)
         new_attrs = dict(attrs or {})
         ensure_canonical(new_attrs, f"node '{nid}'.attrs")
-        if embedding is not None and (problem := vectors.check(embedding)) is not None:
-            raise OntologyError(f"node '{nid}': embedding refused: {problem}")
+        if embedding is not None and vectors.checked_bytes(embedding) is None:  # the fast test; check() says why
+            raise OntologyError(f"node '{nid}': embedding refused: {vectors.check(embedding)}")
         existing = self.nodes.get(nid)
         if existing is not None:
             if existing.type != node_type or existing.label != label:
@@ -324,8 +324,8 @@ class ContextGraph:
         *,
         frozen_check: bool,
     ) -> EdgeRecord:
-        source, target = self._check_edge(src, edge_type, dst, weight)
-        if frozen_check:
+        source, target = check_edge(self.ontology, self._legal, self.nodes, src, edge_type, dst, weight)
+        if frozen_check and source.type == "decision":
             check_not_frozen(source, target, edge_type)
         eid = self._ids.of(source, edge_type, target)
         edge = self.edges.get(eid)
@@ -350,24 +350,23 @@ class ContextGraph:
             source.id,
             target.id,
             self._names[edge_type],
-            tuple(dict.fromkeys(evidence_ids)),
+            tuple(dict.fromkeys(evidence_ids)) if evidence_ids else (),
             weight,
             self.build,
             None,
             0,
             False,
         )
-        self._store_edge(record)
+        self._store_edge(record, source, target)
         return record
 
-    def _check_edge(self, src: str, edge_type: str, dst: str, weight: float) -> tuple[NodeRecord, NodeRecord]:
-        """The edge rules of :mod:`contextmesh.core.graph_rules` against this graph's nodes."""
-        return check_edge(self.ontology, self._legal, self.nodes, src, edge_type, dst, weight)
-
-    def _store_edge(self, record: EdgeRecord) -> None:
+    def _store_edge(
+        self, record: EdgeRecord, source: NodeRecord | None = None, target: NodeRecord | None = None
+    ) -> None:
+        """Take a new edge in; ``source`` and ``target``, when a write has them, spare two look-ups."""
         self.edges[record.id] = record
-        self.nodes[record.src]._out.append(record)
-        self.nodes[record.dst]._in.append(record)
+        (source or self.nodes[record.src])._out.append(record)
+        (target or self.nodes[record.dst])._in.append(record)
         record._seq = self._next_seq
         self._next_seq += 1
         if self._nx is not None:

@@ -200,8 +200,8 @@ class NodeRecord(_SlottedRecord, schema=NodeSchema):
     ``embedding`` reads and writes the stored text; a record stored in a graph keeps the vector's
     bytes in the graph's :class:`~contextmesh.core.vectors.VectorStore` and only a handle here.
     ``_seq``, ``_out``, ``_in`` and ``_part`` are the graph's: the record's insertion number, its
-    edges out and in (in insertion order), and the fold and tail its id gives every edge id it is
-    part of (ADR 0021), once a write asked for them.
+    edges out and in (in insertion order), and the fold, tail and (for a long id) head its id gives
+    every edge id it is part of (ADR 0021, ``edge_ids.node_part``), once a write asked for them.
     """
 
     __slots__ = (
@@ -235,7 +235,7 @@ class NodeRecord(_SlottedRecord, schema=NodeSchema):
     _seq: int
     _out: list[EdgeRecord]
     _in: list[EdgeRecord]
-    _part: tuple[str, str] | None
+    _part: tuple[str, str, str | None] | None
 
     def __init__(
         self,

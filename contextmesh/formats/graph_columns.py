@@ -30,23 +30,23 @@ from contextmesh.core.ids import EDGE_ID, NODE_TAIL, edge_body, fold, long_body
 from contextmesh.core.model import EdgeRecord, EdgeSchema, NodeRecord, NodeSchema, Provenance, construct_record
 from contextmesh.core.vectors import checked_bytes
 
-__all__ = ["fast_edges", "fast_nodes"]
+__all__ = ["INFINITY", "counts", "fast_edges", "fast_nodes", "only"]
 
 _NODE_FIELDS = tuple(NodeSchema.model_fields)
 _EDGE_FIELDS = tuple(EdgeSchema.model_fields)
 _PROVENANCE_KEYS = frozenset(Provenance.model_fields)
-_INFINITY = float("inf")
+INFINITY = float("inf")
 _RECORD_FIELDS = frozenset(NodeSchema.model_fields)
 
 
-def _only(column: Sequence[Any], *kinds: type) -> bool:
+def only(column: Sequence[Any], *kinds: type) -> bool:
     """Every value's exact type is one of ``kinds`` (``bool`` is not ``int`` here)."""
     return set(map(type, column)) <= set(kinds)
 
 
-def _counts(column: Sequence[Any], ceiling: int = MAX_SAFE_INTEGER) -> bool:
+def counts(column: Sequence[Any], ceiling: int = MAX_SAFE_INTEGER) -> bool:
     """Every value an exact ``int`` in ``0..ceiling``."""
-    return _only(column, int) and (not column or (min(column) >= 0 and max(column) <= ceiling))
+    return only(column, int) and (not column or (min(column) >= 0 and max(column) <= ceiling))
 
 
 def _json_only(values: list[Any]) -> bool:
@@ -60,7 +60,7 @@ def _json_only(values: list[Any]) -> bool:
         if kind is str or kind is bool or item is None:
             continue
         if kind is dict:
-            if not _only(list(item), str):
+            if not only(list(item), str):
                 return False
             extend(item.values())
         elif kind is list:
@@ -95,9 +95,9 @@ def _provenances(graph: ContextGraph, column: Sequence[Any], ids: dict[str, str]
         )
         if type(source_id) is not str or not source_id or type(extractor) is not str:
             return None
-        if span is not None and not (type(span) is list and len(span) == 2 and _counts(span) and span[0] <= span[1]):
+        if span is not None and not (type(span) is list and len(span) == 2 and counts(span) and span[0] <= span[1]):
             return None
-        if type(checks) is not list or not _only(checks, str) or len(set(checks)) != len(checks):
+        if type(checks) is not list or not only(checks, str) or len(set(checks)) != len(checks):
             return None
         if type(recorded) is not int or not 0 <= recorded <= graph.build:
             return None
@@ -146,7 +146,7 @@ def _must_carry(
 def _columns(raw: list[Any], fields: tuple[str, ...]) -> tuple[tuple[Any, ...], ...] | None:
     """The records' fields as columns, in ``fields`` order, when every record is a plain ``dict``
     with exactly those keys (G11/G12, G37/G38); else ``None``."""
-    if not _only(raw, dict) or not all(map(operator.eq, map(len, raw), repeat(len(fields)))):
+    if not only(raw, dict) or not all(map(operator.eq, map(len, raw), repeat(len(fields)))):
         return None
     try:
         rows = list(map(operator.itemgetter(*fields), raw))  # a missing key raises; the count rules out others
@@ -161,15 +161,15 @@ def fast_nodes(graph: ContextGraph, raw: list[Any]) -> bool:
     if columns is None:
         return False
     ids, types, labels, attrs, provenance, texts, builds, walks, pruned, invalidated = columns
-    if not (_only(ids, str) and all(ids) and len(set(ids)) == len(ids) and not set(ids) & graph.nodes.keys()):
+    if not (only(ids, str) and all(ids) and len(set(ids)) == len(ids) and not set(ids) & graph.nodes.keys()):
         return False
-    if not (_only(types, str) and set(types) <= graph.ontology.must_carry.keys() and _only(labels, str)):
+    if not (only(types, str) and set(types) <= graph.ontology.must_carry.keys() and only(labels, str)):
         return False
-    if not (_only(attrs, dict) and _json_only(list(attrs))):
+    if not (only(attrs, dict) and _json_only(list(attrs))):
         return False
-    if not (_counts(builds, graph.build) and _counts(walks) and _only(pruned, bool) and _only(invalidated, bool)):
+    if not (counts(builds, graph.build) and counts(walks) and only(pruned, bool) and only(invalidated, bool)):
         return False
-    if not _only(texts, str, type(None)):
+    if not only(texts, str, type(None)):
         return False
     vectors = [None if text is None else checked_bytes(text) for text in texts]
     if vectors.count(None) != texts.count(None):
@@ -265,13 +265,13 @@ def fast_edges(graph: ContextGraph, raw: list[Any]) -> bool:
         return False
     if not set(types) <= graph._legal.keys():  # an unknown type looked up None
         return False
-    if not (_only(weights, float) and all(map(operator.lt, repeat(0.0), weights))):
+    if not (only(weights, float) and all(map(operator.lt, repeat(0.0), weights))):
         return False
-    if not all(map(operator.gt, repeat(_INFINITY), weights)):
+    if not all(map(operator.gt, repeat(INFINITY), weights)):
         return False
-    if not (_counts(builds, graph.build) and _counts(traversals)):
+    if not (counts(builds, graph.build) and counts(traversals)):
         return False
-    if not (_only(invalidated, bool) and _only(evidence, list) and _only(bound, str, type(None))):
+    if not (only(invalidated, bool) and only(evidence, list) and only(bound, str, type(None))):
         return False
     endpoints = _endpoints(graph, ids, srcs, types, dsts)
     if endpoints is None:
@@ -292,7 +292,7 @@ def _evidence(graph: ContextGraph, column: Sequence[list[Any]]) -> list[tuple[st
     out: list[tuple[str, ...]] = [()] * len(column)
     for index in compress(range(len(column)), column):  # only the lists that name something
         ids = column[index]
-        if not _only(ids, str) or len(set(ids)) != len(ids):
+        if not only(ids, str) or len(set(ids)) != len(ids):
             return None
         named = [graph.nodes.get(i) for i in ids]
         if any(node is None for node in named):

@@ -12,8 +12,9 @@ Invariants of the loader (``tests/formats/test_graph_file.py`` and the corruptio
 2. Every node and edge is held to the same rules as a live write, so an illegal pair or a missing
    must-carry name in a file is refused like one in code. Nodes and edges are first checked and
    built column by column (:mod:`contextmesh.formats.graph_columns`, validated once, constructed
-   without re-validation); a list that pass does not accept whole is restored record by record
-   through the live write's checks, which report the first problem in the format page's order.
+   without re-validation; a parted file's edges straight from its edge columns, ADR 0034); a list
+   that pass does not accept whole is restored record by record through the live write's checks,
+   which report the first problem in the format page's order.
 3. Cross-references are checked once every record exists: edge endpoints, evidence ids naming
    nodes, assumption node ↔ record agreement, two-sided supersession, bound edges, and the
    recomputed fingerprint of every explicit-id decision.
@@ -36,11 +37,14 @@ from contextmesh.core import vectors
 from contextmesh.core.canonical import digest
 from contextmesh.core.errors import ContextMeshError, SnapshotError
 from contextmesh.core.graph import ContextGraph
+from contextmesh.core.graph_rules import check_edge
 from contextmesh.core.ids import edge_id
 from contextmesh.core.model import AssumptionRecord, EdgeRecord, EdgeSchema, NodeSchema, Provenance
 from contextmesh.core.ontology import ONTOLOGY, Ontology
 from contextmesh.formats.graph_columns import fast_edges, fast_nodes
-from contextmesh.formats.graph_parts import graph_bytes, graph_document
+from contextmesh.formats.graph_edge_columns import fast_edge_columns
+from contextmesh.formats.graph_edge_parts import EdgeColumns
+from contextmesh.formats.graph_parts import graph_bytes, parse_graph
 from contextmesh.formats.graph_references import check_cross_references
 from contextmesh.formats.graph_upgrade import upgrade_v2
 from contextmesh.formats.records import (
@@ -205,7 +209,7 @@ def dump_graph(graph: ContextGraph, *, part_records: int | None = None) -> bytes
 def load_graph(data: bytes, ontology: Ontology = ONTOLOGY) -> ContextGraph:
     """Parse and restore a graph file, refusing anything that could not be restored faithfully."""
     with collector_paused():
-        graph = graph_from_dict(graph_document(data), ontology)
+        graph = graph_from_dict(parse_graph(data), ontology)
     release_freed_memory()
     return graph
 
@@ -247,9 +251,11 @@ def graph_from_dict(data: Any, ontology: Ontology = ONTOLOGY) -> ContextGraph:
 def _graph_from_dict(data: Any, ontology: Ontology) -> ContextGraph:
     top = expect_dict(data, "$")
     upgraded = top.get("schema") == GRAPH_SCHEMA and type(top.get("version")) is int and top["version"] == 2
+    if upgraded and type(top.get("edges")) is EdgeColumns:  # v2 was never parted; held to v2's rules all the same
+        top["edges"] = top["edges"].records(top["nodes"])
     if upgraded:
         top = upgrade_v2(top)  # v2's edge ids checked, then renamed to v3's (ADR 0021)
-    check_header(top, GRAPH_SCHEMA, GRAPH_VERSION, original_versions=(1,))
+    check_header(top, GRAPH_SCHEMA, GRAPH_VERSION, original_versions=(1,), upgraded_versions=(2,))
     exact_keys(top, _TOP_FIELDS, "$")
     expected = ontology_digest(ontology)
     if top["ontology"] != expected:
@@ -267,9 +273,13 @@ def _graph_from_dict(data: Any, ontology: Ontology) -> ContextGraph:
     if not fast_nodes(graph, raw_nodes):
         _restore_nodes(graph, raw_nodes)
     _restore_assumptions(graph, expect_list(top["assumptions"], "assumptions"))
-    raw_edges = expect_list(top["edges"], "edges")
-    if not fast_edges(graph, raw_edges):
-        _restore_edges(graph, raw_edges)
+    if type(top["edges"]) is EdgeColumns:  # a parted file's edge columns (ADR 0034)
+        if not fast_edge_columns(graph, top["edges"]):
+            _restore_edges(graph, top["edges"].records(top["nodes"]))
+    else:
+        raw_edges = expect_list(top["edges"], "edges")
+        if not fast_edges(graph, raw_edges):
+            _restore_edges(graph, raw_edges)
     check_cross_references(graph)
     graph.upgraded_from = 2 if upgraded else None
     return graph
@@ -404,7 +414,7 @@ def _restore_edges(graph: ContextGraph, raw_edges: list[Any]) -> None:
                 f"{path}.build", str(record.build), f"no edge is newer than the graph's build {graph.build}"
             )
         try:
-            graph._check_edge(record.src, record.type, record.dst, record.weight)
+            check_edge(graph.ontology, graph._legal, graph.nodes, record.src, record.type, record.dst, record.weight)
         except ContextMeshError as exc:
             raise _refuse(path, exc, "every edge is restored through the same checks as a live write") from None
         expected = edge_id(record.src, record.type, record.dst)

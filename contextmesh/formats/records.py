@@ -57,22 +57,31 @@ def exact_keys(value: dict[str, Any], fields: Iterable[str], path: str) -> None:
             )
 
 
-def check_header(data: dict[str, Any], schema: str, version: int, original_versions: Iterable[int]) -> None:
-    """Refuse a wrong schema, a version of the original project, or any other version."""
+def check_header(
+    data: dict[str, Any],
+    schema: str,
+    version: int,
+    original_versions: Iterable[int],
+    upgraded_versions: Iterable[int] = (),
+) -> None:
+    """Refuse a wrong schema, a version of the original project, or any version this loader does not
+    read; the refusal says what it reads (``upgraded_versions``: older ones it upgrades on load)."""
     found_schema = data.get("schema")
     if found_schema != schema:
         raise SnapshotError("schema", _describe(found_schema), f"this loader reads {schema!r} files")
     found = data.get("version")
     if type(found) is not int:
         raise SnapshotError("version", _describe(found), "the version is an integer")
+    older = sorted(upgraded_versions)
+    reads = f"v{version}" + (f" (and {', '.join(f'v{v}' for v in older)}, upgraded on load)" if older else "")
     if found in tuple(original_versions):
         raise SnapshotError(
             "version",
             f"{schema} v{found}, a file of the original ContextMesh project",
-            f"this ContextMesh reads only {schema} v{version}; files of the original project are not supported",
+            f"this ContextMesh reads only {schema} {reads}; files of the original project are not supported",
         )
     if found != version:
-        raise SnapshotError("version", f"{schema} v{found}", f"this ContextMesh reads only v{version}")
+        raise SnapshotError("version", f"{schema} v{found}", f"this ContextMesh reads only {reads}")
 
 
 def validate_record(model: type[RecordT], value: Any, path: str) -> RecordT:

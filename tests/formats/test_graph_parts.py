@@ -47,8 +47,9 @@ def test_a_graph_longer_than_a_part_is_written_as_a_header_and_bounded_parts() -
         "edges": -(-edges // RECORDS),
         "assumptions": -(-assumptions // RECORDS),
         "records": RECORDS,
+        "layout": "columns",
     }
-    assert len(lines) == 1 + sum(v for k, v in header["parts"].items() if k != "records")
+    assert len(lines) == 1 + sum(v for k, v in header["parts"].items() if k not in {"records", "layout"})
     parts = [loads(line) for line in lines[1:]]
     assert [len(p["nodes"]) for p in parts if "nodes" in p][:-1] == [RECORDS] * (header["parts"]["nodes"] - 1)
     assert _lines(WHOLE) == [WHOLE]  # the default part size holds this graph: one document, as before
