@@ -33,7 +33,7 @@ from contextmesh.core.canonical import ensure_canonical
 from contextmesh.core.edge_ids import EdgeIds
 from contextmesh.core.errors import IdentityError, NotFoundError, OntologyError
 from contextmesh.core.graph_changes import GraphChanges
-from contextmesh.core.graph_rules import check_edge, check_must_carry, check_node_type, check_not_frozen
+from contextmesh.core.graph_rules import check_edge, check_evidence, check_must_carry, check_node_type, check_not_frozen
 from contextmesh.core.ids import slug
 from contextmesh.core.model import AssumptionRecord, EdgeRecord, NodeRecord, Provenance
 from contextmesh.core.ontology import ONTOLOGY, Ontology
@@ -325,6 +325,7 @@ class ContextGraph:
         frozen_check: bool,
     ) -> EdgeRecord:
         source, target = check_edge(self.ontology, self._legal, self.nodes, src, edge_type, dst, weight)
+        check_evidence(self.nodes, src, edge_type, dst, evidence_ids)
         if frozen_check and source.type == "decision":
             check_not_frozen(source, target, edge_type)
         eid = self._ids.of(source, edge_type, target)

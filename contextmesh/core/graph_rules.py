@@ -19,6 +19,7 @@ from contextmesh.core.ontology import Ontology
 __all__ = [
     "DIGEST_COVERED",
     "check_edge",
+    "check_evidence",
     "check_must_carry",
     "check_node_type",
     "check_not_frozen",
@@ -120,3 +121,16 @@ def missing_message(kind: str, key: str, known: Mapping[str, object]) -> str:
     near = get_close_matches(key, list(known), n=3, cutoff=0.8) if len(known) < 50_000 else []
     hint = f"; did you mean {', '.join(repr(n) for n in near)}?" if near else ""
     return f"no {kind} '{key}' in this graph{hint}"
+
+
+def check_evidence(
+    nodes: Mapping[str, NodeRecord], src: str, edge_type: str, dst: str, evidence_ids: tuple[str, ...]
+) -> None:
+    """Every evidence id of an edge names a node: the loader refuses a file where one does not
+    (graph-v3 G46), so a write that let one through would store a graph that no longer loads."""
+    for evidence_id in evidence_ids:
+        if evidence_id not in nodes:
+            raise OntologyError(
+                f"evidence id '{evidence_id}' of '{src}'-[{edge_type}]->'{dst}' names no node; "
+                "an edge's evidence ids name nodes of the graph (graph-v3 G46)"
+            )

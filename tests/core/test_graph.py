@@ -89,6 +89,26 @@ def test_unknown_endpoints_are_refused(graph: ContextGraph) -> None:
         graph.add_edge(doc.id, "mentions", "entity:nope")
 
 
+def test_an_evidence_id_that_names_no_node_is_refused_and_nothing_changes(graph: ContextGraph) -> None:
+    # The loader refuses such a file (graph-v3 G46), so a write that let it through would store a
+    # graph that no longer loads. A repeat observation is checked too, before it merges.
+    from contextmesh.formats.graph_file import dump_graph, load_graph
+
+    doc, thing, seen = source(graph), entity(graph), evidence(graph)
+    with pytest.raises(OntologyError) as caught:
+        graph.add_edge(doc.id, "mentions", thing.id, evidence_ids=[seen.id, "evidence:nowhere"])
+    assert str(caught.value) == (
+        f"evidence id 'evidence:nowhere' of '{doc.id}'-[mentions]->'{thing.id}' names no node; "
+        "an edge's evidence ids name nodes of the graph (graph-v3 G46)"
+    )
+    assert graph.edges == {}
+    edge = graph.add_edge(doc.id, "mentions", thing.id, evidence_ids=[seen.id])
+    with pytest.raises(OntologyError):
+        graph.add_edge(doc.id, "mentions", thing.id, evidence_ids=["evidence:nowhere"])
+    assert (edge.weight, edge.evidence_ids) == (1.0, (seen.id,))
+    assert load_graph(dump_graph(graph)).edges[edge.id].evidence_ids == (seen.id,)
+
+
 def test_self_edge_is_refused(graph: ContextGraph) -> None:
     one = claim(graph)
     with pytest.raises(OntologyError, match=f"^self edge on '{one.id}'$"):
@@ -225,6 +245,8 @@ def test_a_decision_id_taken_by_another_node_is_refused(graph: ContextGraph) -> 
 
 def test_duplicate_edge_merges_weight_and_evidence(graph: ContextGraph) -> None:
     doc, thing = source(graph), entity(graph)
+    for name in ("evidence:a", "evidence:b", "evidence:c"):  # evidence ids name nodes of the graph
+        graph.add_node("evidence", name, id=name, attrs={"kind": "observation"})
     first = graph.add_edge(doc.id, "mentions", thing.id, evidence_ids=["evidence:a", "evidence:b"])
     again = graph.add_edge(doc.id, "mentions", thing.id, evidence_ids=["evidence:b", "evidence:c"])
     assert again == first  # two views of one row of the edge table (ADR 0021): the first sees the merge
