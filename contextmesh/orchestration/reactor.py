@@ -38,6 +38,7 @@ from prefect.states import Failed
 
 from contextmesh.core.errors import ExecutionError
 from contextmesh.orchestration import reactions
+from contextmesh.orchestration.plain_api import PlainApi
 from contextmesh.orchestration.run_links import flow_run_url
 from contextmesh.orchestration.run_watch import STUCK, Overdue, RunWatch, finish_seconds, start_seconds
 from contextmesh.orchestration.serve_lines import run_line, started_line
@@ -150,6 +151,7 @@ class Reactor:
         self._given_up: dict[uuid.UUID, Overdue] = {}  # failed as stuck while their thread still runs
         self._thread: threading.Thread | None = None
         self._last_error = 0.0
+        self._plain: PlainApi | None = None
 
     # -- lifecycle ------------------------------------------------------------------------------
 
@@ -173,15 +175,25 @@ class Reactor:
     # -- the loop -------------------------------------------------------------------------------
 
     def _loop(self) -> None:
-        with get_client(sync_client=True) as client:
-            while not self._stop.is_set():
-                try:
-                    self.step(client)
-                except Exception as exc:
-                    if time.monotonic() - self._last_error > _ERROR_EVERY:
-                        self._last_error = time.monotonic()
-                        self.say(f"reacting paused ({type(exc).__name__}: {exc}); trying again")
-                self._stop.wait(self.tick)
+        try:
+            with get_client(sync_client=True) as client:
+                while not self._stop.is_set():
+                    try:
+                        self.step(client)
+                    except Exception as exc:
+                        if time.monotonic() - self._last_error > _ERROR_EVERY:
+                            self._last_error = time.monotonic()
+                            self.say(f"reacting paused ({type(exc).__name__}: {exc}); trying again")
+                    self._stop.wait(self.tick)
+        finally:
+            if self._plain is not None:
+                self._plain.__exit__()
+
+    def _api(self) -> PlainApi:
+        """The reactor's plain-HTTP client, made on first use (warm_runs.create_run)."""
+        if self._plain is None:
+            self._plain = PlainApi.of_this_process()
+        return self._plain
 
     def step(self, client: SyncPrefectClient) -> None:
         """One look: what is stuck, what changed, what is due, what ended."""
@@ -204,7 +216,7 @@ class Reactor:
         trigger = "; ".join(dict.fromkeys(self.wanted))
         kind = "evidence" if all(w.startswith("new evidence") for w in self.wanted) else "change"
         self.wanted = []
-        run = create_run(client, self.recheck, [f"cm.trigger:{kind}"])
+        run = create_run(self._api(), self.recheck, [f"cm.trigger:{kind}"])
         url = flow_run_url(str(run.id), self.api_url)
         self._ours[run.id] = trigger
         self.state = replace(self.state, started_at=time.time(), trigger=trigger, flow_run_id=str(run.id), url=url)

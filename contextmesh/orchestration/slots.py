@@ -18,7 +18,9 @@ the process it names; a lease that is already gone releases nothing.
 
 Renewing and releasing are Prefect's own steps of ``prefect.concurrency.sync.concurrency`` (which
 keeps its lease id to itself), composed here so the lease id can be recorded; a waiting writer asks
-for the slot once a second, each request answered in full (never cut short by a timeout).
+for the slot again after 50 ms, doubling to once a second, each request answered in full (never cut
+short by a timeout). Taking and giving back the slot are sent over plain HTTP
+(:mod:`~contextmesh.orchestration.plain_api`), whose busy-server retries start at 50 ms.
 """
 
 from __future__ import annotations
@@ -39,8 +41,9 @@ from prefect.client.schemas.responses import ConcurrencyLimitWithLeaseResponse
 from prefect.concurrency._asyncio import ConcurrencySlotAcquisitionError
 from prefect.concurrency._events import emit_concurrency_acquisition_events, emit_concurrency_release_events
 from prefect.concurrency._leases import maintain_concurrency_lease
-from prefect.concurrency._sync import release_concurrency_slots_with_lease
 from prefect.exceptions import ObjectAlreadyExists, ObjectNotFound
+
+from contextmesh.orchestration.plain_api import PlainApi
 
 __all__ = [
     "SLOT_LEASE_SECONDS",
@@ -155,52 +158,58 @@ def release_dead_holder(session_id: str) -> bool:
     return True
 
 
-def _try_acquire(name: str) -> ConcurrencyLimitWithLeaseResponse | None:
+def _try_acquire(api: PlainApi, name: str) -> ConcurrencyLimitWithLeaseResponse | None:
     """One request for the slot: its lease, or None while another holder has it.
 
     No request is cut short by a timeout: a request the server granted after the client stopped
-    waiting would leave a lease nobody knows, and the slot taken until it lapsed.
+    waiting would leave a lease nobody knows, and the slot taken until it lapsed. A 503 is a request
+    the server refused and rolled back (SQLite's write conflict), so it is safely sent again, soon.
     """
-    with get_client(sync_client=True) as client:
-        try:
-            response = client.increment_concurrency_slots_with_lease(
-                names=[name], slots=1, mode="concurrency", lease_duration=SLOT_LEASE_SECONDS
-            )
-        except httpx.HTTPStatusError as error:
-            if error.response.status_code == httpx.codes.LOCKED:
-                return None
-            raise
-    acquired = ConcurrencyLimitWithLeaseResponse.model_validate(response.json())
+    body = {"names": [name], "slots": 1, "mode": "concurrency", "lease_duration": SLOT_LEASE_SECONDS}
+    reply = api.send("POST", "/v2/concurrency_limits/increment-with-lease", json=body)
+    if reply.status_code == httpx.codes.LOCKED:
+        return None
+    reply.raise_for_status()
+    acquired = ConcurrencyLimitWithLeaseResponse.model_validate(reply.json())
     if not acquired.limits:
         raise ConcurrencySlotAcquisitionError(f"Concurrency limits {[name]!r} must be created before acquiring slots")
     return acquired
 
 
-def _acquire(session_id: str) -> ConcurrencyLimitWithLeaseResponse:
+def _acquire(api: PlainApi, session_id: str) -> ConcurrencyLimitWithLeaseResponse:
     """Take the slot, waiting while it is held; a holder found dead meanwhile is released."""
     name, pause = limit_name(session_id), FIRST_RECHECK_SECONDS
     while True:
         release_dead_holder(session_id)
-        acquired = _try_acquire(name)
+        acquired = _try_acquire(api, name)
         if acquired is not None:
             return acquired
         time.sleep(pause)
         pause = min(pause * 2, RECHECK_SECONDS)
 
 
+def _release(api: PlainApi, lease_id: UUID) -> None:
+    """Give the slot back (Prefect's ``decrement-with-lease``; a lease already gone releases nothing)."""
+    api.send("POST", "/v2/concurrency_limits/decrement-with-lease", json={"lease_id": str(lease_id)}).raise_for_status()
+
+
 @contextlib.contextmanager
 def session_slot(session_id: str) -> Iterator[None]:
     """Hold the session's one writer slot for the block (waits while another flow run holds it)."""
     ensure_limit(limit_name(session_id))
-    acquired = _acquire(session_id)
-    emitted = emit_concurrency_acquisition_events(acquired.limits, 1)
-    try:
-        _record(session_id, acquired.lease_id)
-        with maintain_concurrency_lease(acquired.lease_id, SLOT_LEASE_SECONDS, raise_on_lease_renewal_failure=True):
-            yield
-    finally:
+    # Taking and giving back the slot go over plain HTTP: both read and then write on the server,
+    # which SQLite refuses (503) when another write lands in between, and Prefect's client asks again
+    # only two seconds later: a resume waiting for the recheck's slot waited that long (ADR 0032).
+    with PlainApi.of_this_process() as api:
+        acquired = _acquire(api, session_id)
+        emitted = emit_concurrency_acquisition_events(acquired.limits, 1)
         try:
-            _forget(session_id)  # before the release: while the slot is held, no other writer records
+            _record(session_id, acquired.lease_id)
+            with maintain_concurrency_lease(acquired.lease_id, SLOT_LEASE_SECONDS, raise_on_lease_renewal_failure=True):
+                yield
         finally:
-            release_concurrency_slots_with_lease(acquired.lease_id)
-            emit_concurrency_release_events(acquired.limits, 1, emitted)
+            try:
+                _forget(session_id)  # before the release: while the slot is held, no other writer records
+            finally:
+                _release(api, acquired.lease_id)
+                emit_concurrency_release_events(acquired.limits, 1, emitted)
