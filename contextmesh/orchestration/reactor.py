@@ -34,6 +34,7 @@ from typing import Any
 from prefect import Flow
 from prefect.client.orchestration import SyncPrefectClient, get_client
 from prefect.client.schemas.objects import FlowRun, StateType
+from prefect.context import SyncClientContext
 from prefect.states import Failed
 
 from contextmesh.core.errors import ExecutionError
@@ -151,7 +152,7 @@ class Reactor:
         self._given_up: dict[uuid.UUID, Overdue] = {}  # failed as stuck while their thread still runs
         self._thread: threading.Thread | None = None
         self._last_error = 0.0
-        self._plain: PlainApi | None = None
+        self._deadline = 0.0  # set by stop(), before the loop is told to end
 
     # -- lifecycle ------------------------------------------------------------------------------
 
@@ -164,36 +165,35 @@ class Reactor:
 
     def stop(self, timeout: float = 60.0) -> None:
         """Stop looking, let runs in flight end (up to ``timeout`` s), remove the reactions file."""
+        self._deadline = time.monotonic() + timeout
         self._stop.set()
-        deadline = time.monotonic() + timeout
         if self._thread is not None:
             self._thread.join(timeout)
-        for run in list(self._runs.values()):  # daemon threads: one given up as stuck cannot hold the exit
-            run.join(max(0.0, deadline - time.monotonic()))
+        self._join_runs()  # the loop joined them already, unless it never ran
         reactions.reacting_path(self.state.session_id).unlink(missing_ok=True)
+
+    def _join_runs(self) -> None:
+        for run in list(self._runs.values()):  # daemon threads: one given up as stuck cannot hold the exit
+            run.join(max(0.0, self._deadline - time.monotonic()))
 
     # -- the loop -------------------------------------------------------------------------------
 
     def _loop(self) -> None:
-        try:
-            with get_client(sync_client=True) as client:
-                while not self._stop.is_set():
-                    try:
-                        self.step(client)
-                    except Exception as exc:
-                        if time.monotonic() - self._last_error > _ERROR_EVERY:
-                            self._last_error = time.monotonic()
-                            self.say(f"reacting paused ({type(exc).__name__}: {exc}); trying again")
-                    self._stop.wait(self.tick)
-        finally:
-            if self._plain is not None:
-                self._plain.__exit__()
-
-    def _api(self) -> PlainApi:
-        """The reactor's plain-HTTP client, made on first use (warm_runs.create_run)."""
-        if self._plain is None:
-            self._plain = PlainApi.of_this_process()
-        return self._plain
+        # The loop's client is in a client context that every claimed run's thread inherits (_claim
+        # copies this context): Prefect's flow engine and every get_client() in a run reuse it instead
+        # of each building a client (a TLS context from the CA bundle, 20-70 ms of CPU here, an API
+        # version check and new connections) on the way to the run's first step. So runs in flight end
+        # before the context closes it.
+        with SyncClientContext.get_or_create() as context:
+            while not self._stop.is_set():
+                try:
+                    self.step(context.client)
+                except Exception as exc:
+                    if time.monotonic() - self._last_error > _ERROR_EVERY:
+                        self._last_error = time.monotonic()
+                        self.say(f"reacting paused ({type(exc).__name__}: {exc}); trying again")
+                self._stop.wait(self.tick)
+            self._join_runs()
 
     def step(self, client: SyncPrefectClient) -> None:
         """One look: what is stuck, what changed, what is due, what ended."""
@@ -216,7 +216,7 @@ class Reactor:
         trigger = "; ".join(dict.fromkeys(self.wanted))
         kind = "evidence" if all(w.startswith("new evidence") for w in self.wanted) else "change"
         self.wanted = []
-        run = create_run(self._api(), self.recheck, [f"cm.trigger:{kind}"])
+        run = create_run(PlainApi.of_this_process(), self.recheck, [f"cm.trigger:{kind}"])
         url = flow_run_url(str(run.id), self.api_url)
         self._ours[run.id] = trigger
         self.state = replace(self.state, started_at=time.time(), trigger=trigger, flow_run_id=str(run.id), url=url)

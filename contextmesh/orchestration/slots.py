@@ -32,11 +32,12 @@ import socket
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from urllib.parse import quote
 from uuid import UUID
 
 import httpx
 from prefect.client.orchestration import get_client
-from prefect.client.schemas.actions import GlobalConcurrencyLimitCreate, VariableCreate, VariableUpdate
+from prefect.client.schemas.actions import GlobalConcurrencyLimitCreate
 from prefect.client.schemas.responses import ConcurrencyLimitWithLeaseResponse
 from prefect.concurrency._asyncio import ConcurrencySlotAcquisitionError
 from prefect.concurrency._events import emit_concurrency_acquisition_events, emit_concurrency_release_events
@@ -113,18 +114,20 @@ def _own_record(lease_id: UUID) -> dict[str, str]:
     return {"lease_id": str(lease_id), "machine": _machine() or "", "pid": str(pid), "started": _started(pid) or ""}
 
 
-def _record(session_id: str, lease_id: UUID) -> None:
+def _record(api: PlainApi, session_id: str, lease_id: UUID) -> None:
+    """Write the holder record (Prefect's variable requests, over plain HTTP like the slot's own)."""
     name, value = holder_record_name(session_id), _own_record(lease_id)
-    with get_client(sync_client=True) as client:
-        try:
-            client.create_variable(VariableCreate(name=name, value=value))
-        except ObjectAlreadyExists:
-            client.update_variable(VariableUpdate(name=name, value=value))
+    made = api.send("POST", "/variables/", json={"name": name, "value": value})
+    if made.status_code == httpx.codes.CONFLICT:  # left by a holder that is gone: ours now
+        made = api.send("PATCH", f"/variables/name/{quote(name, safe='')}", json={"name": name, "value": value})
+    made.raise_for_status()
 
 
-def _forget(session_id: str) -> None:
-    with get_client(sync_client=True) as client, contextlib.suppress(ObjectNotFound):
-        client.delete_variable_by_name(holder_record_name(session_id))
+def _forget(api: PlainApi, session_id: str) -> None:
+    """Delete the holder record; one already gone is fine."""
+    gone = api.send("DELETE", f"/variables/name/{quote(holder_record_name(session_id), safe='')}")
+    if gone.status_code != httpx.codes.NOT_FOUND:
+        gone.raise_for_status()
 
 
 def _holder_gone(record: dict[str, str]) -> bool:
@@ -197,19 +200,20 @@ def _release(api: PlainApi, lease_id: UUID) -> None:
 def session_slot(session_id: str) -> Iterator[None]:
     """Hold the session's one writer slot for the block (waits while another flow run holds it)."""
     ensure_limit(limit_name(session_id))
-    # Taking and giving back the slot go over plain HTTP: both read and then write on the server,
-    # which SQLite refuses (503) when another write lands in between, and Prefect's client asks again
-    # only two seconds later: a resume waiting for the recheck's slot waited that long (ADR 0032).
+    # Taking and giving back the slot, and writing and deleting the holder record, go over plain
+    # HTTP: the server refuses a write with a 503 when SQLite's snapshot went stale (another write
+    # landed between the request's read and its write), and Prefect's client asks again only two
+    # seconds later; a resume waiting for the recheck's slot waited that long (ADR 0032).
     with PlainApi.of_this_process() as api:
         acquired = _acquire(api, session_id)
         emitted = emit_concurrency_acquisition_events(acquired.limits, 1)
         try:
-            _record(session_id, acquired.lease_id)
+            _record(api, session_id, acquired.lease_id)
             with maintain_concurrency_lease(acquired.lease_id, SLOT_LEASE_SECONDS, raise_on_lease_renewal_failure=True):
                 yield
         finally:
             try:
-                _forget(session_id)  # before the release: while the slot is held, no other writer records
+                _forget(api, session_id)  # before the release: while the slot is held, no other writer records
             finally:
                 _release(api, acquired.lease_id)
                 emit_concurrency_release_events(acquired.limits, 1, emitted)

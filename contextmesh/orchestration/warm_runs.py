@@ -14,8 +14,9 @@ runner still serves the same deployments (it keeps their schedules) but polls on
 server lets exactly one of them have it.
 
 Nothing here changes ADR 0006's keys: a resume is still created from the plan deployment under its
-idempotency key inside the recheck (``run_deployment``'s requests, :mod:`~contextmesh.orchestration.resume`), so a run created and not yet claimed when the process dies
-stays ``Scheduled`` and the next serving process (or Prefect's runner) runs it.
+idempotency key inside the recheck (``run_deployment``'s requests,
+:mod:`~contextmesh.orchestration.resume`), so a run created and not yet claimed when the process
+dies stays ``Scheduled`` and the next serving process (or Prefect's runner) runs it.
 """
 
 from __future__ import annotations
