@@ -38,7 +38,7 @@ from prefect.context import SyncClientContext
 from prefect.states import Failed
 
 from contextmesh.core.errors import ExecutionError
-from contextmesh.orchestration import reactions
+from contextmesh.orchestration import reactions, wakeups
 from contextmesh.orchestration.plain_api import PlainApi
 from contextmesh.orchestration.run_links import flow_run_url
 from contextmesh.orchestration.run_watch import STUCK, Overdue, RunWatch, finish_seconds, start_seconds
@@ -144,6 +144,7 @@ class Reactor:
         self._ours: dict[uuid.UUID, str] = {}  # rechecks this reactor created -> the change that asked
         self._since = datetime.now(UTC)
         self._stop = threading.Event()
+        self._woken = wakeups.listen()  # set by a run created in this process (a recheck's resume)
         self.limit = limit
         # Every claimed run is timed to its first step and to its end; one past a bound is failed
         # and stops counting against ``limit`` (run_watch), so a stuck thread cannot hold the process.
@@ -167,6 +168,8 @@ class Reactor:
         """Stop looking, let runs in flight end (up to ``timeout`` s), remove the reactions file."""
         self._deadline = time.monotonic() + timeout
         self._stop.set()
+        self._woken.set()
+        wakeups.forget(self._woken)
         if self._thread is not None:
             self._thread.join(timeout)
         self._join_runs()  # the loop joined them already, unless it never ran
@@ -186,13 +189,14 @@ class Reactor:
         # before the context closes it.
         with SyncClientContext.get_or_create() as context:
             while not self._stop.is_set():
+                self._woken.clear()  # a run created here from now on is seen by this look or the next
                 try:
                     self.step(context.client)
                 except Exception as exc:
                     if time.monotonic() - self._last_error > _ERROR_EVERY:
                         self._last_error = time.monotonic()
                         self.say(f"reacting paused ({type(exc).__name__}: {exc}); trying again")
-                self._stop.wait(self.tick)
+                self._woken.wait(self.tick)  # the next look, or at once when a run is created here
             self._join_runs()
 
     def step(self, client: SyncPrefectClient) -> None:

@@ -82,9 +82,11 @@ def _run_deployment(deployment: str, parameters: dict[str, Any], key: str, tags:
     writes, which the managed SQLite server refuses with a 503 whenever another write lands in
     between, and Prefect's client asks again only two seconds later (ADR 0032).
     """
+    from contextmesh.orchestration import wakeups  # noqa: PLC0415
     from contextmesh.orchestration.plain_api import PlainApi  # noqa: PLC0415 - Prefect only where a flow runs
 
     with PlainApi.of_this_process() as api:
         run = api.create_run(deployment, parameters, idempotency_key=key, tags=tags)
+    wakeups.wake()  # a serving process claims it now, not at its reactor's next look
     state = run.get("state") or {}
     return str(run["id"]), str(state.get("type") or "SCHEDULED")
