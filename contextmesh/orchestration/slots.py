@@ -173,22 +173,32 @@ def _try_acquire(api: PlainApi, name: str) -> ConcurrencyLimitWithLeaseResponse 
     if reply.status_code == httpx.codes.LOCKED:
         return None
     reply.raise_for_status()
-    acquired = ConcurrencyLimitWithLeaseResponse.model_validate(reply.json())
-    if not acquired.limits:
-        raise ConcurrencySlotAcquisitionError(f"Concurrency limits {[name]!r} must be created before acquiring slots")
-    return acquired
+    return ConcurrencyLimitWithLeaseResponse.model_validate(reply.json())
 
 
 def _acquire(api: PlainApi, session_id: str) -> ConcurrencyLimitWithLeaseResponse:
-    """Take the slot, waiting while it is held; a holder found dead meanwhile is released."""
-    name, pause = limit_name(session_id), FIRST_RECHECK_SECONDS
+    """Take the slot, waiting while it is held; a holder found dead meanwhile is released.
+
+    The slot is asked for first: in the usual case (the limit exists, nobody holds it) that is the
+    only request. The holder record is read only while the slot is held, and the limit is created
+    only when the server says it does not exist (the lease it made then holds nothing and is given
+    back): two requests fewer on every writer's way to its first step (ADR 0032).
+    """
+    name, pause, created = limit_name(session_id), FIRST_RECHECK_SECONDS, False
     while True:
-        release_dead_holder(session_id)
         acquired = _try_acquire(api, name)
-        if acquired is not None:
+        if acquired is None:  # held: by a process that is gone, or wait for it
+            if not release_dead_holder(session_id):
+                time.sleep(pause)
+                pause = min(pause * 2, RECHECK_SECONDS)
+            continue
+        if acquired.limits:
             return acquired
-        time.sleep(pause)
-        pause = min(pause * 2, RECHECK_SECONDS)
+        _release(api, acquired.lease_id)
+        if created:
+            raise ConcurrencySlotAcquisitionError(f"Concurrency limit {name!r} is missing after it was created")
+        ensure_limit(name)
+        created = True
 
 
 def _release(api: PlainApi, lease_id: UUID) -> None:
@@ -198,8 +208,8 @@ def _release(api: PlainApi, lease_id: UUID) -> None:
 
 @contextlib.contextmanager
 def session_slot(session_id: str) -> Iterator[None]:
-    """Hold the session's one writer slot for the block (waits while another flow run holds it)."""
-    ensure_limit(limit_name(session_id))
+    """Hold the session's one writer slot for the block (waits while another flow run holds it; the
+    limit is created on first use)."""
     # Taking and giving back the slot, and writing and deleting the holder record, go over plain
     # HTTP: the server refuses a write with a 503 when SQLite's snapshot went stale (another write
     # landed between the request's read and its write), and Prefect's client asks again only two
