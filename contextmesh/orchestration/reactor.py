@@ -48,6 +48,7 @@ from contextmesh.orchestration.warm_runs import claim, create_run, due_runs, end
 from contextmesh.orchestration.watched import Watched
 
 __all__ = [
+    "ASK_SECONDS",
     "DEFAULT_REACT_SECONDS",
     "REACT_SETTING",
     "RUNNER_POLL_WHEN_WARM",
@@ -67,6 +68,10 @@ RUNNER_POLL_WHEN_WARM = 3600.0
 WARM_SETTING = "CONTEXTMESH_WARM_RUNS"
 WATCH_SETTING = "CONTEXTMESH_REACT"
 DEFAULT_REACT_SECONDS = 0.5
+# How often a look also asks the API for due and ended runs when looks are more frequent (a tuned
+# CONTEXTMESH_REACT_SECONDS): changes are still seen every look, and a run created in this process
+# is claimed at once (wakeups); a run created elsewhere (the CLI, MCP, the schedule) within this.
+ASK_SECONDS = 0.5
 _ERROR_EVERY = 30.0  # a Prefect API that stops answering is said once per half minute, not every tick
 
 
@@ -145,6 +150,7 @@ class Reactor:
         self._since = datetime.now(UTC)
         self._stop = threading.Event()
         self._woken = wakeups.listen()  # set by a run created in this process (a recheck's resume)
+        self._ask_now, self._asked = True, float("-inf")  # due and ended runs: the first look asks
         self.limit = limit
         # Every claimed run is timed to its first step and to its end; one past a bound is failed
         # and stops counting against ``limit`` (run_watch), so a stuck thread cannot hold the process.
@@ -196,19 +202,30 @@ class Reactor:
                     if time.monotonic() - self._last_error > _ERROR_EVERY:
                         self._last_error = time.monotonic()
                         self.say(f"reacting paused ({type(exc).__name__}: {exc}); trying again")
-                self._woken.wait(self.tick)  # the next look, or at once when a run is created here
+                if self._woken.wait(self.tick):  # the next look, or at once when a run is created here
+                    self._ask_now = True
             self._join_runs()
 
     def step(self, client: SyncPrefectClient) -> None:
-        """One look: what is stuck, what changed, what is due, what ended."""
+        """One look: what is stuck, what changed, what is due, what ended.
+
+        What changed is a ``stat`` per watched file, asked every look. What is due and what ended are
+        two API queries, asked at most every :data:`ASK_SECONDS` (or every look, when looks are
+        rarer), and at once when a run was created in this process (``wakeups``): tuned to look
+        every 0.1 s, the reactor otherwise sent the server 20 queries a second, which on a busy
+        2-core machine slowed the very runs it was waiting for (ADR 0032).
+        """
         self._fail_overdue(client)
         if self.react:
             self.wanted += self.watched.changes()
         if self.wanted:
             self._start_recheck(client)
-        if self.warm:
-            self._claim_due(client)
-        self._say_ended(client)
+        now = time.monotonic()
+        if self._ask_now or now - self._asked >= max(self.tick, ASK_SECONDS):
+            self._ask_now, self._asked = False, now
+            if self.warm:
+                self._claim_due(client)
+            self._say_ended(client)
 
     def _start_recheck(self, client: SyncPrefectClient) -> None:
         held, due = recheck_runs(client, self.recheck)
