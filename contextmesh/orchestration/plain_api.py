@@ -20,6 +20,7 @@ from __future__ import annotations
 import base64
 import os
 import random
+import threading
 import time
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -27,13 +28,18 @@ from urllib.parse import quote
 
 from contextmesh.core.errors import ExecutionError
 
-__all__ = ["DISPATCH_SETTING", "PlainApi", "dispatch_over_http"]
+__all__ = ["DISPATCH_SETTING", "MAX_RETRIES", "QUICK_RETRIES", "PlainApi", "backoff", "dispatch_over_http"]
 
 DISPATCH_SETTING = "CONTEXTMESH_DISPATCH"
-# As Prefect's client: a busy server (its SQLite locked, a proxy restarting) answers 429/502/503 or
-# drops the connection; the request is sent again after 2, 4, 8, 16, 16 s (or its Retry-After).
+# A busy server (its SQLite locked, a proxy restarting) answers 429/502/503 or drops the connection.
+# Prefect's client sends the request again after 2, 4, 8, 16, 16 s. Most 503s of the local SQLite
+# server are a write refused because another write committed since the request's transaction read
+# ("database is locked" on a stale snapshot, ADR 0032): a new request a moment later meets no
+# conflict. So two quick tries come first, then Prefect's schedule for a server that is really down
+# (about as long in all); a Retry-After the server sends is always honoured.
 RETRY_CODES = frozenset({429, 502, 503})
-MAX_RETRIES = 5
+QUICK_RETRIES = (0.05, 0.2)
+MAX_RETRIES = len(QUICK_RETRIES) + 5
 
 
 def dispatch_over_http(environ: Mapping[str, str] | None = None) -> bool:
@@ -54,33 +60,73 @@ def _auth_headers(environ: Mapping[str, str]) -> dict[str, str]:
     return {}
 
 
-def _backoff(attempt: int, retry_after: str | None) -> float:
-    """Seconds before the next try: the server's ``Retry-After`` (in seconds), else 2, 4, 8, 16, 16 with jitter."""
+def backoff(attempt: int, retry_after: str | None = None) -> float:
+    """Seconds before try ``attempt + 1``: the server's ``Retry-After`` (in seconds), else 0.05 and 0.2,
+    then 2, 4, 8, 16, 16 with jitter."""
     if retry_after is not None:
         try:
             return min(max(float(retry_after), 0.0), 60.0)
         except ValueError:
             pass  # an HTTP date: back off as if none was given
-    return float(min(2 ** (attempt + 1), 16)) * random.uniform(1.0, 1.2)  # noqa: S311 - jitter, not secrecy
+    if attempt < len(QUICK_RETRIES):
+        return QUICK_RETRIES[attempt]
+    slow = attempt - len(QUICK_RETRIES)
+    return float(min(2 ** (slow + 1), 16)) * random.uniform(1.0, 1.2)  # noqa: S311 - jitter, not secrecy
+
+
+# One HTTP client per API (and credentials) for the flow runs of a process (PlainApi.of_this_process):
+# each new client builds a TLS context from the CA bundle, 20-70 ms of CPU here, and opens new
+# connections; httpx's client is safe to share between threads.
+_SHARED: dict[tuple[str, tuple[tuple[str, str], ...], float], Any] = {}
+_SHARED_LOCK = threading.Lock()
 
 
 class PlainApi:
     """A Prefect API at ``api_url`` (``…/api``), spoken to with ``httpx`` alone."""
 
-    def __init__(self, api_url: str, *, timeout: float = 30.0, environ: Mapping[str, str] | None = None) -> None:
+    def __init__(
+        self, api_url: str, *, timeout: float = 30.0, environ: Mapping[str, str] | None = None, http: Any = None
+    ) -> None:
         import httpx  # noqa: PLC0415 - installed with the orchestration extra, only when dispatching
 
         self.api_url = api_url.rstrip("/")
+        self._shared = http is not None
         headers = _auth_headers(environ if environ is not None else os.environ)
-        self._http = httpx.Client(base_url=self.api_url, headers=headers, timeout=timeout)
+        self._http = http or httpx.Client(base_url=self.api_url, headers=headers, timeout=timeout)
+
+    @classmethod
+    def of_this_process(cls) -> PlainApi:
+        """The API this process's Prefect settings name, with their credentials and request timeout
+        (``PREFECT_API_REQUEST_TIMEOUT``), as Prefect's client would use them (inside a flow run)."""
+        from prefect.settings import get_current_settings  # noqa: PLC0415 - only where Prefect runs
+
+        api = get_current_settings().api
+        if not api.url:
+            raise ExecutionError("PREFECT_API_URL is not set: no Prefect API to call")
+        environ = {}
+        if api.key is not None:
+            environ["PREFECT_API_KEY"] = api.key.get_secret_value()
+        elif api.auth_string is not None:
+            environ["PREFECT_API_AUTH_STRING"] = api.auth_string.get_secret_value()
+        key = (api.url, tuple(sorted(environ.items())), api.request_timeout)
+        with _SHARED_LOCK:
+            http = _SHARED.get(key)
+            if http is None:
+                import httpx  # noqa: PLC0415
+
+                http = httpx.Client(base_url=api.url.rstrip("/"), headers=_auth_headers(environ), timeout=key[2])
+                _SHARED[key] = http
+        return cls(api.url, http=http)
 
     def __enter__(self) -> PlainApi:
         return self
 
     def __exit__(self, *_: object) -> None:
-        self._http.close()
+        if not self._shared:  # a process's shared client stays open for its next call
+            self._http.close()
 
-    def _send(self, method: str, path: str, **request: Any) -> Any:
+    def send(self, method: str, path: str, **request: Any) -> Any:
+        """One request, sent again while the server is busy (see :func:`backoff`); the ``httpx`` reply."""
         import httpx  # noqa: PLC0415
 
         for attempt in range(MAX_RETRIES + 1):
@@ -89,15 +135,15 @@ class PlainApi:
             except httpx.ConnectError:
                 if attempt == MAX_RETRIES:
                     raise
-                time.sleep(_backoff(attempt, None))
+                time.sleep(backoff(attempt))
                 continue
             if reply.status_code not in RETRY_CODES or attempt == MAX_RETRIES:
                 return reply
-            time.sleep(_backoff(attempt, reply.headers.get("Retry-After")))
+            time.sleep(backoff(attempt, reply.headers.get("Retry-After")))
         raise AssertionError("unreachable: the last attempt returns or raises")
 
     def _answer(self, method: str, path: str, **request: Any) -> Any:
-        reply = self._send(method, path, **request)
+        reply = self.send(method, path, **request)
         if reply.status_code in (401, 403):
             raise ExecutionError(
                 f"the Prefect API at {self.api_url} refused {method} {path} ({reply.status_code}): set PREFECT_API_KEY "
@@ -130,12 +176,24 @@ class PlainApi:
     ) -> dict[str, Any]:
         """A flow run of ``deployment`` due now (its default parameters under ``parameters``), as
         ``run_deployment(timeout=0)`` makes it; under a key Prefect has seen, the run it made then."""
+        deployment_id = self.deployment_id(deployment)
+        return self.create_run_of(deployment_id, parameters, idempotency_key=idempotency_key, tags=tags)
+
+    def create_run_of(
+        self,
+        deployment_id: str,
+        parameters: Mapping[str, Any],
+        *,
+        idempotency_key: str | None = None,
+        tags: Sequence[str] = (),
+    ) -> dict[str, Any]:
+        """:meth:`create_run` for the deployment with this id (no lookup by name)."""
         body: dict[str, Any] = {"parameters": dict(parameters), "tags": list(tags)}
         if idempotency_key is not None:
             body["idempotency_key"] = idempotency_key
-        made = self._answer("POST", f"/deployments/{self.deployment_id(deployment)}/create_flow_run", json=body)
+        made = self._answer("POST", f"/deployments/{deployment_id}/create_flow_run", json=body)
         if not isinstance(made, dict):
-            raise ExecutionError(f"the Prefect API at {self.api_url} made no flow run of {deployment!r}")
+            raise ExecutionError(f"the Prefect API at {self.api_url} made no flow run of deployment {deployment_id}")
         return made
 
     def flow_run(self, flow_run_id: str) -> dict[str, Any]:

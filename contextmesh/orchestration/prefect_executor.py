@@ -57,6 +57,7 @@ from contextmesh.execution.context import EvidenceView, FactRead, Verdict
 from contextmesh.execution.run_reasons import UNTOUCHED
 from contextmesh.execution.task_registry import Registration, TaskRegistry
 from contextmesh.orchestration.run_logs import run_logger
+from contextmesh.orchestration.tag_limits import no_limits_known
 
 __all__ = ["PrefectExecutor", "RunRef", "cached_run", "flow_run_id", "identity_tags"]
 
@@ -86,8 +87,15 @@ def identity_tags(
 
 
 def _tags(found: list[str]) -> AbstractContextManager[object]:
-    """Prefect's tags context for a submission, or nothing at all when untagged (see invariant 5)."""
-    return tags(*found) if found else nullcontext()
+    """Prefect's tags context for a submission, or nothing at all when untagged (see invariant 5).
+
+    A tag set with no tag concurrency limit on the server is made known to Prefect first, so the
+    run starts without a slot request that SQLite can refuse for two seconds (``tag_limits``).
+    """
+    if not found:
+        return nullcontext()
+    no_limits_known(found)
+    return tags(*found)
 
 
 def _evidence_data(evidence: Sequence[EvidenceView]) -> list[dict[str, Any]]:

@@ -34,10 +34,12 @@ from typing import Any
 from prefect import Flow
 from prefect.client.orchestration import SyncPrefectClient, get_client
 from prefect.client.schemas.objects import FlowRun, StateType
+from prefect.context import SyncClientContext
 from prefect.states import Failed
 
 from contextmesh.core.errors import ExecutionError
-from contextmesh.orchestration import reactions
+from contextmesh.orchestration import reactions, wakeups
+from contextmesh.orchestration.plain_api import PlainApi
 from contextmesh.orchestration.run_links import flow_run_url
 from contextmesh.orchestration.run_watch import STUCK, Overdue, RunWatch, finish_seconds, start_seconds
 from contextmesh.orchestration.serve_lines import run_line, started_line
@@ -46,6 +48,7 @@ from contextmesh.orchestration.warm_runs import claim, create_run, due_runs, end
 from contextmesh.orchestration.watched import Watched
 
 __all__ = [
+    "ASK_SECONDS",
     "DEFAULT_REACT_SECONDS",
     "REACT_SETTING",
     "RUNNER_POLL_WHEN_WARM",
@@ -65,6 +68,10 @@ RUNNER_POLL_WHEN_WARM = 3600.0
 WARM_SETTING = "CONTEXTMESH_WARM_RUNS"
 WATCH_SETTING = "CONTEXTMESH_REACT"
 DEFAULT_REACT_SECONDS = 0.5
+# How often a look also asks the API for due and ended runs when looks are more frequent (a tuned
+# CONTEXTMESH_REACT_SECONDS): changes are still seen every look, and a run created in this process
+# is claimed at once (wakeups); a run created elsewhere (the CLI, MCP, the schedule) within this.
+ASK_SECONDS = 0.5
 _ERROR_EVERY = 30.0  # a Prefect API that stops answering is said once per half minute, not every tick
 
 
@@ -142,6 +149,8 @@ class Reactor:
         self._ours: dict[uuid.UUID, str] = {}  # rechecks this reactor created -> the change that asked
         self._since = datetime.now(UTC)
         self._stop = threading.Event()
+        self._woken = wakeups.listen()  # set by a run created in this process (a recheck's resume)
+        self._ask_now, self._asked = True, float("-inf")  # due and ended runs: the first look asks
         self.limit = limit
         # Every claimed run is timed to its first step and to its end; one past a bound is failed
         # and stops counting against ``limit`` (run_watch), so a stuck thread cannot hold the process.
@@ -150,6 +159,7 @@ class Reactor:
         self._given_up: dict[uuid.UUID, Overdue] = {}  # failed as stuck while their thread still runs
         self._thread: threading.Thread | None = None
         self._last_error = 0.0
+        self._deadline = 0.0  # set by stop(), before the loop is told to end
 
     # -- lifecycle ------------------------------------------------------------------------------
 
@@ -162,37 +172,60 @@ class Reactor:
 
     def stop(self, timeout: float = 60.0) -> None:
         """Stop looking, let runs in flight end (up to ``timeout`` s), remove the reactions file."""
+        self._deadline = time.monotonic() + timeout
         self._stop.set()
-        deadline = time.monotonic() + timeout
+        self._woken.set()
+        wakeups.forget(self._woken)
         if self._thread is not None:
             self._thread.join(timeout)
-        for run in list(self._runs.values()):  # daemon threads: one given up as stuck cannot hold the exit
-            run.join(max(0.0, deadline - time.monotonic()))
+        self._join_runs()  # the loop joined them already, unless it never ran
         reactions.reacting_path(self.state.session_id).unlink(missing_ok=True)
+
+    def _join_runs(self) -> None:
+        for run in list(self._runs.values()):  # daemon threads: one given up as stuck cannot hold the exit
+            run.join(max(0.0, self._deadline - time.monotonic()))
 
     # -- the loop -------------------------------------------------------------------------------
 
     def _loop(self) -> None:
-        with get_client(sync_client=True) as client:
+        # The loop's client is in a client context that every claimed run's thread inherits (_claim
+        # copies this context): Prefect's flow engine and every get_client() in a run reuse it instead
+        # of each building a client (a TLS context from the CA bundle, 20-70 ms of CPU here, an API
+        # version check and new connections) on the way to the run's first step. So runs in flight end
+        # before the context closes it.
+        with SyncClientContext.get_or_create() as context:
             while not self._stop.is_set():
+                self._woken.clear()  # a run created here from now on is seen by this look or the next
                 try:
-                    self.step(client)
+                    self.step(context.client)
                 except Exception as exc:
                     if time.monotonic() - self._last_error > _ERROR_EVERY:
                         self._last_error = time.monotonic()
                         self.say(f"reacting paused ({type(exc).__name__}: {exc}); trying again")
-                self._stop.wait(self.tick)
+                if self._woken.wait(self.tick):  # the next look, or at once when a run is created here
+                    self._ask_now = True
+            self._join_runs()
 
     def step(self, client: SyncPrefectClient) -> None:
-        """One look: what is stuck, what changed, what is due, what ended."""
+        """One look: what is stuck, what changed, what is due, what ended.
+
+        What changed is a ``stat`` per watched file, asked every look. What is due and what ended are
+        two API queries, asked at most every :data:`ASK_SECONDS` (or every look, when looks are
+        rarer), and at once when a run was created in this process (``wakeups``): tuned to look
+        every 0.1 s, the reactor otherwise sent the server 20 queries a second, which on a busy
+        2-core machine slowed the very runs it was waiting for (ADR 0032).
+        """
         self._fail_overdue(client)
         if self.react:
             self.wanted += self.watched.changes()
         if self.wanted:
             self._start_recheck(client)
-        if self.warm:
-            self._claim_due(client)
-        self._say_ended(client)
+        now = time.monotonic()
+        if self._ask_now or now - self._asked >= max(self.tick, ASK_SECONDS):
+            self._ask_now, self._asked = False, now
+            if self.warm:
+                self._claim_due(client)
+            self._say_ended(client)
 
     def _start_recheck(self, client: SyncPrefectClient) -> None:
         held, due = recheck_runs(client, self.recheck)
@@ -204,7 +237,7 @@ class Reactor:
         trigger = "; ".join(dict.fromkeys(self.wanted))
         kind = "evidence" if all(w.startswith("new evidence") for w in self.wanted) else "change"
         self.wanted = []
-        run = create_run(client, self.recheck, [f"cm.trigger:{kind}"])
+        run = create_run(PlainApi.of_this_process(), self.recheck, [f"cm.trigger:{kind}"])
         url = flow_run_url(str(run.id), self.api_url)
         self._ours[run.id] = trigger
         self.state = replace(self.state, started_at=time.time(), trigger=trigger, flow_run_id=str(run.id), url=url)

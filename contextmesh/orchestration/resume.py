@@ -1,7 +1,7 @@
 """Recheck → resume: a committed disproof starts the plan deployment in resume mode, exactly once.
 
-The default path (ADR 0006): the recheck flow run, right after it announces a disproof, calls
-``run_deployment`` on the plan deployment with ``mode="resume"`` and an **idempotency key** made of
+The default path (ADR 0006): the recheck flow run, right after it announces a disproof, starts the
+plan deployment (the requests of ``run_deployment``) with ``mode="resume"`` and an **idempotency key** made of
 the session id, the ledger head at the disproof (the ``disproved`` entry's digest, which never
 changes), a digest of the stale set, and an attempt number. Prefect returns the existing flow run
 for a key it has seen, so the same disproof triggered twice — a recheck re-run after a crash, a
@@ -74,16 +74,19 @@ class ResumeTrigger:
 
 
 def _run_deployment(deployment: str, parameters: dict[str, Any], key: str, tags: list[str]) -> tuple[str, str]:
-    from prefect.client.schemas.objects import FlowRun  # noqa: PLC0415 - Prefect only where a flow runs
-    from prefect.deployments import run_deployment  # noqa: PLC0415
+    """The requests ``run_deployment(timeout=0, as_subflow=False)`` sends — the deployment read by name,
+    a flow run created from it, due now, under ``key`` — over :mod:`~contextmesh.orchestration.plain_api`.
 
-    run = run_deployment(  # sync here: the flows that call it are synchronous
-        deployment,
-        parameters=parameters,
-        timeout=0,  # start it and return: the resume waits for this recheck's session slot
-        idempotency_key=key,
-        as_subflow=False,  # its own flow run in the UI, not a child of the recheck
-        tags=tags,
-    )
-    assert isinstance(run, FlowRun)
-    return str(run.id), run.state.type.value if run.state is not None else "SCHEDULED"
+    Its own flow run in the UI, not a child of the recheck; started, not waited for (the resume waits
+    for this recheck's session slot). Not Prefect's client: the create reads the deployment and then
+    writes, which the managed SQLite server refuses with a 503 whenever another write lands in
+    between, and Prefect's client asks again only two seconds later (ADR 0032).
+    """
+    from contextmesh.orchestration import wakeups  # noqa: PLC0415
+    from contextmesh.orchestration.plain_api import PlainApi  # noqa: PLC0415 - Prefect only where a flow runs
+
+    with PlainApi.of_this_process() as api:
+        run = api.create_run(deployment, parameters, idempotency_key=key, tags=tags)
+    wakeups.wake()  # a serving process claims it now, not at its reactor's next look
+    state = run.get("state") or {}
+    return str(run["id"]), str(state.get("type") or "SCHEDULED")

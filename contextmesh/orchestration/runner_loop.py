@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import signal
 from collections.abc import Sequence
 from typing import Any
 
@@ -60,8 +61,20 @@ def serve_deployments(
     async def serving() -> None:
         runner = Runner(pause_on_shutdown=True, limit=limit, **runner_options)
         await register_here(runner, deployments)
-        await runner.start()
+        await runner.start()  # installs the runner's own SIGTERM handler, in place of the one below
 
-    # As prefect.serve: a signal ends serving quietly (the caller says it stopped).
-    with contextlib.suppress(KeyboardInterrupt, TerminationSignal):
-        asyncio.run(serving())
+    # As prefect.serve: a signal ends serving quietly (the caller says it stopped). The runner
+    # handles SIGTERM only once started; registering takes seconds (longer when the server answers
+    # 503), and a SIGTERM then killed the process outright: the caller's clean-up never ran, and the
+    # log lines of runs that had just ended, still in Prefect's two-second log batch, were lost.
+    previous = signal.signal(signal.SIGTERM, _stop_serving)
+    try:
+        with contextlib.suppress(KeyboardInterrupt, TerminationSignal):
+            asyncio.run(serving())
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _stop_serving(signum: int, _frame: object) -> None:
+    """SIGTERM before the runner has started: end serving as the runner's own handler would."""
+    raise TerminationSignal(signal=signum)

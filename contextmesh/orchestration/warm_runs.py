@@ -13,9 +13,10 @@ runner still serves the same deployments (it keeps their schedules) but polls on
 (:data:`~contextmesh.orchestration.reactor.RUNNER_POLL_WHEN_WARM`); if both ever claim one run, the
 server lets exactly one of them have it.
 
-Nothing here changes ADR 0006's keys: a resume is still created by ``run_deployment`` under its
-idempotency key inside the recheck, so a run created and not yet claimed when the process dies
-stays ``Scheduled`` and the next serving process (or Prefect's runner) runs it.
+Nothing here changes ADR 0006's keys: a resume is still created from the plan deployment under its
+idempotency key inside the recheck (``run_deployment``'s requests,
+:mod:`~contextmesh.orchestration.resume`), so a run created and not yet claimed when the process
+dies stays ``Scheduled`` and the next serving process (or Prefect's runner) runs it.
 """
 
 from __future__ import annotations
@@ -42,6 +43,8 @@ from prefect.exceptions import Abort
 from prefect.flow_engine import run_flow
 from prefect.states import Pending
 from prefect.utilities.engine import propose_state_sync
+
+from contextmesh.orchestration.plain_api import PlainApi
 
 __all__ = ["BUSY", "claim", "create_run", "due_runs", "ended_runs", "recheck_runs", "run_claimed"]
 
@@ -90,9 +93,14 @@ def ended_runs(client: SyncPrefectClient, deployments: Iterable[uuid.UUID], afte
     return sorted(runs, key=lambda run: run.end_time or after)
 
 
-def create_run(client: SyncPrefectClient, deployment: uuid.UUID, tags: list[str]) -> FlowRun:
-    """A run of ``deployment`` due now, with its default parameters and ``tags`` added to its own."""
-    return client.create_flow_run_from_deployment(deployment, tags=tags)
+def create_run(api: PlainApi, deployment: uuid.UUID, tags: list[str]) -> FlowRun:
+    """A run of ``deployment`` due now, with its default parameters and ``tags`` added to its own.
+
+    Over plain HTTP: the create reads the deployment and then writes, which the managed SQLite server
+    refuses (503) when another write lands in between; Prefect's client would ask again two seconds
+    later, plain_api after 50 ms (ADR 0032).
+    """
+    return FlowRun.model_validate(api.create_run_of(str(deployment), {}, tags=tags))
 
 
 def claim(client: SyncPrefectClient, flow_run_id: uuid.UUID) -> State[Any] | None:

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from contextmesh.core.errors import ExecutionError
-from contextmesh.orchestration.plain_api import MAX_RETRIES, PlainApi
+from contextmesh.orchestration.plain_api import MAX_RETRIES, QUICK_RETRIES, PlainApi, backoff
 
 
 class _Busy(ThreadingHTTPServer):
@@ -89,3 +89,23 @@ def test_a_refused_key_and_a_missing_run_are_said_by_name(serve_busy: Any) -> No
     _, api = serve_busy(busy=0, status=404)
     with PlainApi(api, environ={}) as plain, pytest.raises(ExecutionError, match=r"no flow run run-1 on"):
         plain.flow_run("run-1")
+
+
+def test_a_busy_answer_is_asked_again_soon_first_then_on_prefects_schedule() -> None:
+    # SQLite's write conflict behind most 503s of the local server is gone a moment later (ADR 0032):
+    # two quick tries, then Prefect's 2, 4, 8, 16, 16 s with jitter; a Retry-After always wins.
+    assert [backoff(attempt) for attempt in range(len(QUICK_RETRIES))] == [0.05, 0.2]
+    slow = [backoff(attempt) for attempt in range(len(QUICK_RETRIES), MAX_RETRIES)]
+    assert all(b <= s <= b * 1.2 for s, b in zip(slow, (2, 4, 8, 16, 16), strict=True))
+    assert backoff(0, "3") == 3.0
+    assert backoff(4, "0") == 0.0
+
+
+def test_the_api_of_this_process_is_the_one_its_prefect_settings_name(serve_busy: Any) -> None:
+    import prefect.settings as ps
+
+    server, api = serve_busy(busy=0)
+    updates = {ps.PREFECT_API_URL: api, ps.PREFECT_API_KEY: "pnu_flow"}
+    with ps.temporary_settings(updates=updates), PlainApi.of_this_process() as plain:
+        assert plain.flow_run("run-1")["id"] == "run-1"
+    assert server.headers_seen[-1].get("Authorization") == "Bearer pnu_flow"

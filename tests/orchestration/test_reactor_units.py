@@ -203,3 +203,15 @@ def test_the_dispatch_setting_defaults_to_plain_http_and_a_bad_one_is_refused_by
     assert dispatch_over_http({}) is True and dispatch_over_http({"CONTEXTMESH_DISPATCH": "prefect"}) is False
     with pytest.raises(ExecutionError, match=r"CONTEXTMESH_DISPATCH='grpc': the rule is http .* or prefect"):
         dispatch_over_http({"CONTEXTMESH_DISPATCH": "grpc"})
+
+
+def test_a_run_created_in_this_process_wakes_every_listening_reactor_and_no_stopped_one() -> None:
+    from contextmesh.orchestration import wakeups
+
+    first, second, stopped = wakeups.listen(), wakeups.listen(), wakeups.listen()
+    wakeups.forget(stopped)
+    assert not (first.is_set() or second.is_set())
+    wakeups.wake()
+    assert first.is_set() and second.is_set() and not stopped.is_set()
+    wakeups.forget(first)
+    wakeups.forget(second)

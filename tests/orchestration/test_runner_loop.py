@@ -12,6 +12,7 @@ with both loops' stacks, every time.
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -30,3 +31,23 @@ def test_serve_registering_its_deployments_does_not_deadlock_a_warm_run_taking_i
     )
     assert "RESULT no deadlock" in done.stdout, done.stdout[-6000:] + done.stderr[-2000:]
     assert done.returncode == 0
+
+
+STOP_CHILD = Path(__file__).with_name("runner_stop_child.py")
+
+
+def test_sigterm_while_serve_registers_ends_serving_through_its_clean_up(prefect_api: str) -> None:
+    # Prefect's runner handles SIGTERM only once started; before, the signal killed serve outright,
+    # so its clean-up never ran and the log lines of runs that had just ended were lost.
+    env = {**os.environ, "PREFECT_API_URL": prefect_api}
+    argv = [sys.executable, str(STOP_CHILD), prefect_api]
+    child = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert child.stdout is not None
+        assert child.stdout.readline().strip() == "registering"
+        child.send_signal(signal.SIGTERM)
+        out, err = child.communicate(timeout=60)
+    finally:
+        child.kill()
+    assert "cleaned up" in out, out + err[-2000:]
+    assert child.returncode == 0, err[-2000:]

@@ -1,7 +1,7 @@
 """Runs that explain themselves (ADR 0016), read back through a real Prefect server's API.
 
-``deployments/serve.py`` serves a demo session with a recheck every 3 s (shorter than a recheck
-takes here, so scheduled rechecks collide). A quiet recheck runs; an advisory is published; the
+``deployments/serve.py`` serves a demo session with a recheck every 1 s (no longer than a recheck
+takes here since ADR 0032, so scheduled rechecks collide). A quiet recheck runs; an advisory is published; the
 scheduled recheck disproves hashing's ground and starts a resume that runs nothing (every stale
 task waits for repair); ``contextmesh repair`` and ``contextmesh resume`` dispatch to the served
 deployments and the resume re-runs the stale closure. Then, for every flow run of the session:
@@ -131,7 +131,7 @@ def loop(prefect_api: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator
     log = root / "serve.log"
     with log.open("wb") as out:
         process = subprocess.Popen(
-            [*_SERVE, "--session", str(directory), "--feed", str(feed), "--interval", "3"],
+            [*_SERVE, "--session", str(directory), "--feed", str(feed), "--interval", "1"],
             env=env,
             stdout=out,
             stderr=subprocess.STDOUT,
@@ -182,14 +182,19 @@ def _dispatch(command: list[str], directory: Path) -> tuple[dict[str, Any], str]
     return {"id": url.rsplit("/", 1)[1]}, done.stdout
 
 
-def _logs(api: str, **match: list[str]) -> list[dict[str, Any]]:
+def _logs(api: str, *, last: tuple[str, str] | None = None, **match: list[str]) -> list[dict[str, Any]]:
+    """The log lines of the runs named by ``match``, once each has one (and, with ``last``, once the
+    run ``last[0]`` wrote a line starting ``last[1]``): lines leave serve in two-second batches."""
     key, ids = next(iter(match.items()))
     body = {"logs": {key: {"any_": ids}}, "limit": 200}
     found: list[dict[str, Any]] = []
     deadline = time.monotonic() + 20
     while time.monotonic() < deadline:
         found = list(post(api, "/logs/filter", body))
-        if {str(entry[key]) for entry in found} >= set(ids):
+        arrived = {str(entry[key]) for entry in found} >= set(ids)
+        if arrived and (
+            last is None or any(str(e[key]) == last[0] and e["message"].startswith(last[1]) for e in found)
+        ):
             break
         time.sleep(0.5)
     return found
@@ -230,7 +235,8 @@ def test_every_flow_run_ends_in_a_named_completed_state_with_a_message(loop: Loo
 
 
 def test_a_recheck_turned_away_by_the_limit_is_relabelled_skipped_and_none_is_left_cancelled(loop: Loop) -> None:
-    """At a 3 s interval rechecks collide; the runner fetches none early, and the one that ran relabels the rest."""
+    """At a 1 s interval rechecks collide (a recheck takes about as long); the runner fetches none early,
+    and the one that ran relabels the rest."""
     rechecks = _runs(loop.api, loop.session_id, "contextmesh-recheck")
     ran = [r for r in rechecks if r["state_type"] == "COMPLETED" and r["state_name"] != "Skipped"]
     newest = max(r["start_time"] for r in ran)
@@ -239,7 +245,7 @@ def test_a_recheck_turned_away_by_the_limit_is_relabelled_skipped_and_none_is_le
             assert run["expected_start_time"] >= newest, (run["name"], run["state"]["message"])
         assert run["state_type"] in {"COMPLETED", "CANCELLED", "SCHEDULED", "PENDING", "RUNNING"}
     skipped = [r for r in rechecks if r["state_name"] == "Skipped"]
-    assert skipped, "a 3 s interval never collided: the test no longer shows the relabel"
+    assert skipped, "a 1 s interval never collided: the test no longer shows the relabel"
     for run in skipped:
         assert run["state_type"] == "COMPLETED" and run["state"]["message"].startswith("skipped: it came due while")
     assert all(r["run_count"] == 0 for r in skipped), "a skipped recheck never ran (no process started for it)"
@@ -278,7 +284,7 @@ def test_every_executed_task_row_has_its_reason(loop: Loop) -> None:
 
 def test_every_run_and_every_executed_task_run_logs_what_it_did(loop: Loop) -> None:
     runs = [loop.disproving, loop.blocked, loop.repair, loop.resume]
-    logs = _logs(loop.api, flow_run_id=[r["id"] for r in runs])
+    logs = _logs(loop.api, last=(loop.resume["id"], "published "), flow_run_id=[r["id"] for r in runs])
     by_run: dict[str, list[str]] = {}
     for entry in logs:
         by_run.setdefault(str(entry["flow_run_id"]), []).append(entry["message"])
