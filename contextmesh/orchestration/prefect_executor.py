@@ -323,14 +323,16 @@ class PrefectExecutor:
         return outcomes
 
     def run_audits(self, calls: Sequence[AuditCall], registry: TaskRegistry | None) -> list[TaskOutcome]:
-        """Run every call's auditor as a ``<task> · audit`` task run against its recorded output."""
+        """Run every call's auditor against its recorded output: a ``<task> · audit`` task run each, or
+        (invariant 6) one batch run for the auditors that declare nothing in an untagged plan."""
         flow_run = flow_run_id()
         outcomes = [TaskOutcome(call.identity.task, output=call.output) for call in calls]
         batched = self._batched(calls, registry)
         batch = self._start_batch([calls[i] for i in batched], registry)
+        in_batch = set(batched)
         audits: dict[PrefectFuture[Any], int] = {}
         for index, call in enumerate(calls):
-            if index in batched:
+            if index in in_batch:
                 continue
             started = self._start(call, registry, "auditor", outcomes[index])
             if started is not None:
