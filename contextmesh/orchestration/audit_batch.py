@@ -40,8 +40,18 @@ from contextmesh.execution.task_registry import TaskRegistry
 from contextmesh.orchestration.evidence_params import evidence_data, evidence_views
 from contextmesh.orchestration.run_logs import run_logger
 
-__all__ = ["BATCH_RUN_NAME", "BatchItem", "batch_error", "batch_parameters", "batch_task", "batchable", "judge_batch"]
+__all__ = [
+    "BATCH_FROM",
+    "BATCH_RUN_NAME",
+    "BatchItem",
+    "batch_error",
+    "batch_parameters",
+    "batch_task",
+    "batchable",
+    "judge_batch",
+]
 
+BATCH_FROM = 2  # a recheck batches its auditors that declare nothing when there are at least this many
 BATCH_RUN_NAME = "recheck · {count} audits"
 _STATE_NAMES = (("disproved", "Disproved"), ("fail", "Fail"))
 

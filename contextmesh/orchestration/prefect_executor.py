@@ -63,6 +63,7 @@ from contextmesh.execution.context import FactRead, Verdict
 from contextmesh.execution.run_reasons import UNTOUCHED
 from contextmesh.execution.task_registry import Registration, TaskRegistry
 from contextmesh.orchestration.audit_batch import (
+    BATCH_FROM,
     BatchItem,
     batch_error,
     batch_parameters,
@@ -72,9 +73,7 @@ from contextmesh.orchestration.audit_batch import (
 from contextmesh.orchestration.evidence_params import evidence_data, evidence_views
 from contextmesh.orchestration.run_logs import run_logger
 
-BATCH_FROM = 2  # a recheck batches its auditors that declare nothing when there are at least this many
-
-__all__ = ["BATCH_FROM", "PrefectExecutor", "RunRef", "cached_run", "flow_run_id", "identity_tags"]
+__all__ = ["PrefectExecutor", "RunRef", "cached_run", "flow_run_id", "identity_tags"]
 
 RunRef = dict[str, str | None]
 Role = Literal["worker", "auditor"]

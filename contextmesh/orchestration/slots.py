@@ -33,6 +33,7 @@ from pathlib import Path
 from uuid import UUID
 
 import httpx
+from prefect.client.orchestration import get_client
 from prefect.client.schemas.actions import GlobalConcurrencyLimitCreate, VariableCreate, VariableUpdate
 from prefect.client.schemas.responses import ConcurrencyLimitWithLeaseResponse
 from prefect.concurrency._asyncio import ConcurrencySlotAcquisitionError
@@ -40,8 +41,6 @@ from prefect.concurrency._events import emit_concurrency_acquisition_events, emi
 from prefect.concurrency._leases import maintain_concurrency_lease
 from prefect.concurrency._sync import release_concurrency_slots_with_lease
 from prefect.exceptions import ObjectAlreadyExists, ObjectNotFound
-
-from contextmesh.orchestration.busy_retry import busy_client
 
 __all__ = [
     "SLOT_LEASE_SECONDS",
@@ -73,7 +72,7 @@ def holder_record_name(session_id: str) -> str:
 
 def ensure_limit(name: str) -> None:
     """Create the global concurrency limit ``name`` (one slot) unless it exists."""
-    with busy_client() as client:
+    with get_client(sync_client=True) as client:
         try:
             client.read_global_concurrency_limit_by_name(name)
         except ObjectNotFound:
@@ -113,7 +112,7 @@ def _own_record(lease_id: UUID) -> dict[str, str]:
 
 def _record(session_id: str, lease_id: UUID) -> None:
     name, value = holder_record_name(session_id), _own_record(lease_id)
-    with busy_client() as client:
+    with get_client(sync_client=True) as client:
         try:
             client.create_variable(VariableCreate(name=name, value=value))
         except ObjectAlreadyExists:
@@ -121,7 +120,7 @@ def _record(session_id: str, lease_id: UUID) -> None:
 
 
 def _forget(session_id: str) -> None:
-    with busy_client() as client, contextlib.suppress(ObjectNotFound):
+    with get_client(sync_client=True) as client, contextlib.suppress(ObjectNotFound):
         client.delete_variable_by_name(holder_record_name(session_id))
 
 
@@ -138,7 +137,7 @@ def release_dead_holder(session_id: str) -> bool:
 
     Returns whether a lease was released (False: no record, or a holder that may still run).
     """
-    with busy_client() as client:
+    with get_client(sync_client=True) as client:
         variable = client.read_variable_by_name(holder_record_name(session_id))
         record = variable.value if variable is not None else None
         if not isinstance(record, dict) or not _holder_gone({str(k): str(v) for k, v in record.items()}):
@@ -162,7 +161,7 @@ def _try_acquire(name: str) -> ConcurrencyLimitWithLeaseResponse | None:
     No request is cut short by a timeout: a request the server granted after the client stopped
     waiting would leave a lease nobody knows, and the slot taken until it lapsed.
     """
-    with busy_client() as client:
+    with get_client(sync_client=True) as client:
         try:
             response = client.increment_concurrency_slots_with_lease(
                 names=[name], slots=1, mode="concurrency", lease_duration=SLOT_LEASE_SECONDS
