@@ -42,6 +42,8 @@ __all__ = [
     "snapshot_plan",
 ]
 
+_STATE_TEXTS = frozenset(state.value for state in TaskState)  # once, not once per stored task
+
 EXECUTION_SCHEMA = "contextmesh.execution"
 EXECUTION_VERSION = 2
 # A run adds one to a task's attempt and writes it (snapshot and decision attrs), so the largest
@@ -300,7 +302,7 @@ def _restore_progress(
 ) -> tuple[TaskState, int, str | None]:
     """The task's state, attempt and decision, checked against the decision node they name."""
     state_text = item["state"]
-    if type(state_text) is not str or state_text not in {s.value for s in TaskState}:
+    if type(state_text) is not str or state_text not in _STATE_TEXTS:
         raise SnapshotError(f"{path}.state", repr(state_text), "a stored state is pending, done, stale or failed")
     state = TaskState(state_text)
     attempt = item["attempt"]

@@ -208,7 +208,8 @@ class RunLedger:
     @classmethod
     def load(cls, data: bytes, *, expect_head: str | None = None, entry_bytes: EntryBytes | None = None) -> RunLedger:
         """Parse and check a ledger file."""
-        return cls.from_snapshot(loads(data), expect_head=expect_head, entry_bytes=entry_bytes)
+        # loads() already refused text nested too deep: the document need not be walked again.
+        return cls._checked(loads(data), expect_head, entry_bytes)
 
     @classmethod
     def from_snapshot(
@@ -220,6 +221,10 @@ class RunLedger:
         was recomputed from and the digest, after the entry passed its checks.
         """
         ensure_depth(data)  # what load() refused in the text, refused in a document handed in directly
+        return cls._checked(data, expect_head, entry_bytes)
+
+    @classmethod
+    def _checked(cls, data: Any, expect_head: str | None, entry_bytes: EntryBytes | None) -> RunLedger:
         top = expect_dict(data, "$")
         check_header(top, LEDGER_SCHEMA, LEDGER_VERSION, original_versions=(1,))
         exact_keys(top, ("schema", "version", "head", "entries"), "$")

@@ -29,6 +29,11 @@ Invariants (``tests/orchestration/``):
    Measured on this 2-core box: +240 ms per task for per-task tag sets, +12-18 ms per task even for
    a few shared tags, against ~7 ms per plain task. Large plans carry their identity in run names,
    the flow run's tags, the round's table artifact and the ledger's run ids.
+6. In an untagged (large) plan, a recheck judges the auditors that declare nothing they watch in
+   one task run, ``recheck · <n> audits`` (:mod:`contextmesh.orchestration.audit_batch`, ADR 0033):
+   one verdict, reason and ledger entry per auditor as before, one log line each in that run, and
+   the run ``Disproved`` when any of them disproved. Declaring auditors, auditors with a timeout or
+   retries, and every audit of a tagged plan keep a task run of their own.
 """
 
 from __future__ import annotations
@@ -42,6 +47,7 @@ from typing import Any, Literal
 
 import anyio.to_thread
 from prefect import Task, tags
+from prefect._internal.result_records import ResultRecord  # what a finished run holds in memory (3.9)
 from prefect.cache_policies import NO_CACHE
 from prefect.client.schemas.objects import State
 from prefect.context import FlowRunContext
@@ -53,9 +59,18 @@ from contextmesh.core.canonical import digest
 from contextmesh.core.errors import ContextMeshError, ExecutionError
 from contextmesh.execution.boundary import AuditContractError, call_auditor, call_worker
 from contextmesh.execution.calls import AuditCall, TaskCall, TaskIdentity, TaskOutcome, TaskTimeoutError
-from contextmesh.execution.context import EvidenceView, FactRead, Verdict
+from contextmesh.execution.context import FactRead, Verdict
 from contextmesh.execution.run_reasons import UNTOUCHED
 from contextmesh.execution.task_registry import Registration, TaskRegistry
+from contextmesh.orchestration.audit_batch import (
+    BATCH_FROM,
+    BatchItem,
+    batch_error,
+    batch_parameters,
+    batch_task,
+    batchable,
+)
+from contextmesh.orchestration.evidence_params import evidence_data, evidence_views
 from contextmesh.orchestration.run_logs import run_logger
 from contextmesh.orchestration.tag_limits import no_limits_known
 
@@ -98,32 +113,6 @@ def _tags(found: list[str]) -> AbstractContextManager[object]:
     return tags(*found)
 
 
-def _evidence_data(evidence: Sequence[EvidenceView]) -> list[dict[str, Any]]:
-    return [
-        {
-            "id": e.id,
-            "text": e.text,
-            "source_id": e.source_id,
-            "external_id": e.external_id,
-            "metadata": dict(e.metadata),
-        }
-        for e in evidence
-    ]
-
-
-def _evidence_views(data: list[dict[str, Any]]) -> tuple[EvidenceView, ...]:
-    return tuple(
-        EvidenceView(
-            id=e["id"],
-            text=e["text"],
-            source_id=e["source_id"],
-            external_id=e["external_id"],
-            metadata=MappingProxyType(dict(e["metadata"])),
-        )
-        for e in data
-    )
-
-
 # -- the task bodies (plain data in, plain data out) ----------------------------------------------
 
 
@@ -163,7 +152,7 @@ def _digest(output: Any) -> str:
 def _judge(registry: TaskRegistry, identity: dict[str, Any], output: Any, evidence: list[dict[str, Any]]) -> State[Any]:
     who = TaskIdentity.from_dict(identity)
     auditor = _registration(registry, "auditor", who.auditor_key)
-    verdict = call_auditor(auditor, who, output, _evidence_views(evidence))
+    verdict = call_auditor(auditor, who, output, evidence_views(evidence))
     run_logger().info(
         "auditor %s read %d evidence item(s) and judged '%s' of %s: %s — %s",
         who.auditor_key,
@@ -257,6 +246,7 @@ class PrefectExecutor:
         self.tagged = tagged
         self._bodies: dict[int, tuple[TaskRegistry, _Bodies]] = {}
         self._variants: dict[tuple[str, int, str], Task[..., Any]] = {}
+        self._batch: tuple[TaskRegistry, Task[..., Any]] | None = None
         self.task_runs = 0
 
     def _for(self, registry: TaskRegistry) -> _Bodies:
@@ -299,7 +289,7 @@ class PrefectExecutor:
             params: dict[str, Any] = {"inputs": dict(call.inputs)}
             found = identity_tags(identity.plan, identity.task, "worker", identity.worker_key, identity.assumption_id)
         else:
-            params = {"output": call.output, "evidence": _evidence_data(call.evidence)}
+            params = {"output": call.output, "evidence": evidence_data(call.evidence)}
             found = identity_tags(
                 identity.plan, identity.task, "audit", identity.worker_key, identity.assumption_id, identity.auditor_key
             )
@@ -340,16 +330,40 @@ class PrefectExecutor:
         return outcomes
 
     def run_audits(self, calls: Sequence[AuditCall], registry: TaskRegistry | None) -> list[TaskOutcome]:
-        """Run every call's auditor as a ``<task> · audit`` task run against its recorded output."""
+        """Run every call's auditor against its recorded output: a ``<task> · audit`` task run each, or
+        (invariant 6) one batch run for the auditors that declare nothing in an untagged plan."""
         flow_run = flow_run_id()
         outcomes = [TaskOutcome(call.identity.task, output=call.output) for call in calls]
+        batched = self._batched(calls, registry)
+        batch = self._start_batch([calls[i] for i in batched], registry)
+        in_batch = set(batched)
         audits: dict[PrefectFuture[Any], int] = {}
         for index, call in enumerate(calls):
+            if index in in_batch:
+                continue
             started = self._start(call, registry, "auditor", outcomes[index])
             if started is not None:
                 audits[started] = index
         self._collect_audits(audits, calls, outcomes, registry, flow_run)
+        if batch is not None:
+            _settle_batch(batch, [calls[i] for i in batched], [outcomes[i] for i in batched], flow_run)
         return outcomes
+
+    def _batched(self, calls: Sequence[AuditCall], registry: TaskRegistry | None) -> list[int]:
+        """The calls judged in one batch run (invariant 6): none in a tagged plan, or fewer than two."""
+        if self.tagged or registry is None or not calls:
+            return []
+        found = [i for i, c in enumerate(calls) if c.evidence is calls[0].evidence and batchable(registry, c)]
+        return found if len(found) >= BATCH_FROM else []
+
+    def _start_batch(self, calls: list[AuditCall], registry: TaskRegistry | None) -> PrefectFuture[Any] | None:
+        if not calls or registry is None:
+            return None
+        if self._batch is None or self._batch[0] is not registry:
+            self._batch = (registry, batch_task(registry))
+        self.task_runs += 1
+        future: PrefectFuture[Any] = self._batch[1].submit(**batch_parameters(calls))
+        return future
 
     def _collect_audits(
         self,
@@ -398,7 +412,7 @@ def _settle(
 ) -> tuple[Any, ExecutionError | None]:
     """A finished task run's result, or the ExecutionError it ended with."""
     task, key = identity.task, _key(identity, role)
-    result = future.result(raise_on_failure=False)
+    result = _result_of(future)
     state = future.state
     if state.is_completed():
         return result, None
@@ -411,6 +425,42 @@ def _settle(
         return None, result
     detail = f"{type(result).__name__}: {result}" if isinstance(result, BaseException) else (state.message or "")
     return None, ExecutionError(f"{role} '{key}' of task '{task}' ended in Prefect state {state.name}: {detail}")
+
+
+def _result_of(future: PrefectFuture[Any]) -> Any:
+    """The finished run's result (or the exception it ended with), as ``future.result(raise_on_failure=False)``.
+
+    A run of this process holds its result in memory (``persist_result=False``); read it there.
+    ``future.result`` gets the same value through a coroutine run on Prefect's loop thread, a hop
+    on the critical path of every layer (the loop thread also sends the events and logs).
+    """
+    future.wait()
+    data = future.state.data
+    if isinstance(data, ResultRecord):
+        return data.result
+    return future.result(raise_on_failure=False)
+
+
+def _settle_batch(
+    future: PrefectFuture[Any], calls: list[AuditCall], outcomes: list[TaskOutcome], flow_run: str
+) -> None:
+    """Each batched call's verdict (or error) onto its outcome; a batch run that did not complete fails them all."""
+    ref: RunRef = {"flow_run_id": flow_run, "task_run_id": str(future.task_run_id)}
+    items = _result_of(future)
+    whole = None
+    if not future.state.is_completed() or not isinstance(items, list) or len(items) != len(calls):
+        whole = ExecutionError(
+            f"the batch audit run ended in Prefect state {future.state.name}: {future.state.message}"
+        )
+    for index, (call, outcome) in enumerate(zip(calls, outcomes, strict=True)):
+        outcome.audit_run = ref
+        if whole is not None:
+            outcome.audit_error = whole
+            continue
+        item: BatchItem = items[index]
+        outcome.audit_error = batch_error(item)
+        if item.verdict is not None:
+            outcome.verdict = _verdict(item.verdict, call.identity.task, call.identity.auditor_key)
 
 
 def _timeout_of(registry: TaskRegistry | None, role: Role, key: str | None) -> str:
