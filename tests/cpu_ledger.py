@@ -6,10 +6,12 @@ process that runs it (the xdist worker) over its setup, call and teardown, plus 
 processes reaped meanwhile (CLI subprocesses, serve processes, browsers, a Prefect server stopped in
 its teardown). A child still running when the test ends is counted in the test that reaps it.
 
-Run it as ``CONTEXTMESH_CPU_LEDGER=/tmp/cpu .venv/bin/pytest -p cpu_ledger ...``: each process
-appends one JSON line per test to ``<dir>/cpu-<worker>.jsonl`` (``nodeid``, ``self``, ``children``,
-``wall``, in seconds), and the collection's own CPU as a line with ``nodeid`` ``<collection>``.
-``python tests/cpu_ledger.py <dir>`` prints the modules by CPU.
+Run it as ``CONTEXTMESH_CPU_LEDGER=/tmp/cpu .venv/bin/pytest -p cpu_ledger ...`` (an absolute
+directory), or the whole CI run as ``CONTEXTMESH_CPU_LEDGER=/tmp/cpu bash .ci/run`` (``scripts/test``
+adds the plugin to both suites then): each process appends one JSON line per test to
+``<dir>/cpu-<venv>-<worker>.jsonl`` (``nodeid``, ``self``, ``children``, ``wall``, in seconds), and
+the CPU its start and collection took as a line with ``nodeid`` ``<collection>``.
+``python tests/cpu_ledger.py <dir> [N] [venv]`` prints the N costliest modules (of one venv's suite).
 """
 
 from __future__ import annotations
@@ -41,7 +43,8 @@ def _write(config: pytest.Config, record: dict[str, object]) -> None:
         return
     worker = getattr(config, "workerinput", {}).get("workerid", "main")
     Path(where).mkdir(parents=True, exist_ok=True)
-    with (Path(where) / f"cpu-{worker}.jsonl").open("a", encoding="utf-8") as out:
+    # The venv names the suite (.venv: the main suite, .venv-core: the core suite); both have a gw0.
+    with (Path(where) / f"cpu-{Path(sys.prefix).name}-{worker}.jsonl").open("a", encoding="utf-8") as out:
         out.write(json.dumps(record) + "\n")
 
 
@@ -73,11 +76,13 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
     )
 
 
-def summary(directory: Path, top: int = 60) -> list[str]:
-    """The modules by CPU (self + children), most first, and the run's totals."""
+def summary(directory: Path, top: int = 60, venv: str = "") -> list[str]:
+    """The modules by CPU (self + children), most first, and the run's totals (of ``venv``'s files, or all)."""
     modules: dict[str, list[float]] = defaultdict(lambda: [0.0, 0.0, 0.0, 0.0])
     collection = 0.0
     for path in sorted(directory.glob("cpu-*.jsonl")):
+        if venv and path.stem[len("cpu-") :].rsplit("-", 1)[0] != venv:
+            continue
         for line in path.read_text(encoding="utf-8").splitlines():
             record = json.loads(line)
             if record["nodeid"] == "<collection>":
@@ -98,4 +103,5 @@ def summary(directory: Path, top: int = 60) -> list[str]:
 
 
 if __name__ == "__main__":
-    print("\n".join(summary(Path(sys.argv[1]), int(sys.argv[2]) if len(sys.argv) > 2 else 60)))
+    top = int(sys.argv[2]) if len(sys.argv) > 2 else 60
+    print("\n".join(summary(Path(sys.argv[1]), top, sys.argv[3] if len(sys.argv) > 3 else "")))
