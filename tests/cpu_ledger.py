@@ -9,7 +9,8 @@ its teardown). A child still running when the test ends is counted in the test t
 Run it as ``CONTEXTMESH_CPU_LEDGER=/tmp/cpu .venv/bin/pytest -p cpu_ledger ...`` (an absolute
 directory), or the whole CI run as ``CONTEXTMESH_CPU_LEDGER=/tmp/cpu bash .ci/run`` (``scripts/test``
 adds the plugin to both suites then): each process appends one JSON line per test to
-``<dir>/cpu-<venv>-<worker>.jsonl`` (``nodeid``, ``self``, ``children``, ``wall``, in seconds), and
+``<dir>/cpu-<venv>-<worker>.jsonl`` (``nodeid``, ``self``, ``children``, ``wall``, in seconds, and
+``outcome``: ``passed``, or the first phase that did not pass and how), and
 the CPU its start and collection took as a line with ``nodeid`` ``<collection>``.
 ``python tests/cpu_ledger.py <dir> [N] [venv]`` prints the N costliest modules (of one venv's suite).
 """
@@ -27,7 +28,13 @@ from pathlib import Path
 
 import pytest
 
-__all__ = ["ENV", "pytest_collection_finish", "pytest_runtest_protocol", "summary"]
+__all__ = [
+    "ENV",
+    "pytest_collection_finish",
+    "pytest_runtest_logreport",
+    "pytest_runtest_protocol",
+    "summary",
+]
 
 ENV = "CONTEXTMESH_CPU_LEDGER"
 
@@ -61,6 +68,15 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     )
 
 
+_OUTCOMES: dict[str, str] = {}  # nodeid -> "passed", or the first phase that did not pass and how
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    if report.outcome != "passed" and _OUTCOMES.get(report.nodeid, "passed") == "passed":
+        _OUTCOMES[report.nodeid] = f"{report.when} {report.outcome}"
+    _OUTCOMES.setdefault(report.nodeid, "passed")
+
+
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
     own, children, wall = _cpu(resource.RUSAGE_SELF), _cpu(resource.RUSAGE_CHILDREN), time.monotonic()
@@ -72,6 +88,7 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
             "self": round(_cpu(resource.RUSAGE_SELF) - own, 3),
             "children": round(_cpu(resource.RUSAGE_CHILDREN) - children, 3),
             "wall": round(time.monotonic() - wall, 3),
+            "outcome": _OUTCOMES.pop(item.nodeid, "not run"),
         },
     )
 

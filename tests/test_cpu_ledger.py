@@ -1,4 +1,4 @@
-"""``-p cpu_ledger`` (:mod:`cpu_ledger`) charges a test with the CPU of the children it reaps."""
+"""``-p cpu_ledger`` (:mod:`cpu_ledger`) charges a test with the CPU of the children it reaps, and says how it ended."""
 
 from __future__ import annotations
 
@@ -21,6 +21,10 @@ def test_spends_cpu_in_a_child():
 
 def test_spends_nothing():
     pass
+
+
+def test_fails():
+    assert False
 """
 
 
@@ -28,14 +32,19 @@ def test_a_tests_reaped_children_are_charged_to_it(pytester: pytest.Pytester, mo
     where = pytester.path / "ledger"
     monkeypatch.setenv(cpu_ledger.ENV, str(where))
     pytester.makepyfile(test_burns=BURNS_IN_A_CHILD)
-    pytester.runpytest("-p", "cpu_ledger", "-p", "no:cacheprovider", "-p", "no:xdist").assert_outcomes(passed=2)
+    pytester.runpytest("-p", "cpu_ledger", "-p", "no:cacheprovider", "-p", "no:xdist").assert_outcomes(
+        passed=2, failed=1
+    )
     (ledger,) = where.glob("cpu-*.jsonl")
     records = {r["nodeid"]: r for r in map(json.loads, ledger.read_text(encoding="utf-8").splitlines())}
     assert set(records) == {
         "<collection>",
         "test_burns.py::test_spends_cpu_in_a_child",
         "test_burns.py::test_spends_nothing",
+        "test_burns.py::test_fails",
     }
+    assert records["test_burns.py::test_spends_nothing"]["outcome"] == "passed"
+    assert records["test_burns.py::test_fails"]["outcome"] == "call failed"
     assert records["test_burns.py::test_spends_cpu_in_a_child"]["children"] >= 0.25
     assert records["test_burns.py::test_spends_nothing"]["children"] < 0.05
     summary = cpu_ledger.summary(Path(where))
