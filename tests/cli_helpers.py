@@ -42,7 +42,7 @@ def run_main(*args: str) -> subprocess.CompletedProcess[str]:
     suite's CPU is its budget on two cores: docs/adr/0035-ci-cpu-budget.md); a test about the process
     itself (its hash seed, its environment, a signal, ``python -m``) keeps :func:`run_cli`.
     """
-    from contextmesh.cli import main  # noqa: PLC0415 - only the callers need the command line
+    from contextmesh.cli import main  # here: most users of these helpers run processes only
 
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
