@@ -1,7 +1,9 @@
-"""Shared pieces of the command-line tests: a subprocess runner, a closed port, failure checks."""
+"""Shared pieces of the command-line tests: a subprocess runner, an in-process one, a closed port, failure checks."""
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import os
 import socket
@@ -10,7 +12,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-__all__ = ["closed_api_url", "failure_document", "make_fifo", "one_line", "run_cli"]
+__all__ = ["closed_api_url", "failure_document", "make_fifo", "one_line", "run_cli", "run_main"]
 
 
 def closed_api_url() -> str:
@@ -31,6 +33,24 @@ def run_cli(*args: str, env: dict[str, str] | None = None, timeout: float = 120.
         env={**os.environ, **(env or {})},
         check=False,
     )
+
+
+def run_main(*args: str) -> subprocess.CompletedProcess[str]:
+    """``contextmesh ARGS`` through ``main()`` in this process, returned as :func:`run_cli` returns it.
+
+    For a test about what a command prints and commits. An interpreter start costs ~0.55 CPU-s (the
+    suite's CPU is its budget on two cores: docs/adr/0035-ci-cpu-budget.md); a test about the process
+    itself (its hash seed, its environment, a signal, ``python -m``) keeps :func:`run_cli`.
+    """
+    from contextmesh.cli import main  # here: most users of these helpers run processes only
+
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            code = main(list(args))
+        except SystemExit as exc:  # what `python -m contextmesh` would have exited with
+            code = exc.code if isinstance(exc.code, int) else 1
+    return subprocess.CompletedProcess(["contextmesh", *args], code, out.getvalue(), err.getvalue())
 
 
 def one_line(err: str) -> str:

@@ -19,7 +19,8 @@ Collection rules (:func:`pytest_collection_modifyitems`):
 * a test that starts a server, a subprocess transport or a browser must be marked ``integration``
   (:mod:`marker_audit`); the run is refused otherwise;
 * under ``--leave-core-layers`` (scripts/test's main suite) the tests of layers 1-7 not marked
-  ``integration`` are deselected: the core suite runs them (:mod:`core_layers`);
+  ``integration`` are deselected, and their modules that mention no ``integration`` are not even
+  imported: the core suite runs them (:mod:`core_layers`);
 * under ``--dist loadscope`` (scripts/test runs xdist workers) each test module is one unit of
   work, and each Prefect server configuration's modules are one unit per server of it (the SQLite
   server's are split over two), handed out longest first (:mod:`xdist_units`);
@@ -99,6 +100,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     core_layers.add_option(parser)
+
+
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    return True if core_layers.not_collected(collection_path, config) else None
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -79,3 +79,28 @@ def test_only_the_layers_tests_not_marked_integration_are_deselected(pytester: p
     left.stdout.fnmatch_lines(["*test_core_cases.py::test_starting_something PASSED*"])
     whole = pytester.runpytest("-p", "no:cacheprovider", "-p", "no:xdist")
     whole.assert_outcomes(passed=6)
+
+
+NEVER_IMPORTED = """
+raise AssertionError("imported although the core suite runs it")
+"""
+
+
+def test_a_layer_module_that_mentions_no_integration_test_is_not_even_imported(pytester: pytest.Pytester) -> None:
+    pytester.makeconftest(
+        CONFTEST + "\n\ndef pytest_ignore_collect(collection_path, config):\n"
+        "    return True if core_layers.not_collected(collection_path, config) else None\n"
+    )
+    (pytester.path / "tests" / "core").mkdir(parents=True)
+    (pytester.path / "tests" / "core" / "test_left.py").write_text(NEVER_IMPORTED, encoding="utf-8")
+    (pytester.path / "tests" / "core" / "test_core_cases.py").write_text(IN_A_LAYER, encoding="utf-8")
+    (pytester.path / "tests" / "session" / "deep").mkdir(parents=True)
+    (pytester.path / "tests" / "session" / "conftest.py").write_text("# marks integration by a hook\n")
+    (pytester.path / "tests" / "session" / "deep" / "test_kept.py").write_text("def test_x():\n    pass\n")
+    left = pytester.runpytest("-p", "no:cacheprovider", "-p", "no:xdist", "--leave-core-layers", "-v")
+    # test_left.py is not imported; test_core_cases.py is (it names the mark) and runs its integration test;
+    # test_kept.py is imported because a conftest above it mentions integration (and then deselected).
+    left.assert_outcomes(passed=1, deselected=2)
+    left.stdout.fnmatch_lines(["*test_core_cases.py::test_starting_something PASSED*"])
+    whole = pytester.runpytest("-p", "no:cacheprovider", "-p", "no:xdist")
+    whole.stdout.fnmatch_lines(["*imported although the core suite runs it*"])  # without it, all are imported

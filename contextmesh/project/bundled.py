@@ -23,6 +23,7 @@ surfaces, each part optional:
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -49,8 +50,17 @@ def _bundled() -> Project:
 
 def setting_options() -> dict[str, str]:
     """The settings of the bundled project a command line may set (``--NAME FILE``), with what each is."""
+    return dict(_setting_options())
+
+
+# Read once per process: the bundled project is a folder of the installed package, so its options
+# cannot change while the process runs, and the command line's parser asks for them on a dozen
+# commands each time it is built (loading the project file and importing its extension each time was
+# a third of building the parser, which every in-process ``main()`` call does).
+@functools.cache
+def _setting_options() -> tuple[tuple[str, str], ...]:
     found = getattr(extension_of(_bundled()), "options", None)
-    return {str(name): str(what) for name, what in (found or {}).items()}
+    return tuple((str(name), str(what)) for name, what in (found or {}).items())
 
 
 def bundled_project(given: Mapping[str, Path] | None = None) -> Project:
