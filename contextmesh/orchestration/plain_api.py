@@ -38,6 +38,10 @@ DISPATCH_SETTING = "CONTEXTMESH_DISPATCH"
 # conflict. So two quick tries come first, then Prefect's schedule for a server that is really down
 # (about as long in all); a Retry-After the server sends is always honoured.
 RETRY_CODES = frozenset({429, 502, 503})
+# A connection the server (or a proxy) dropped mid-request: Prefect's client sends such a request
+# again too (ReadError is a reset while reading, RemoteProtocolError uvicorn closing a kept-alive
+# connection). A timeout is not among them: no request here is cut short by one (see slots.py).
+_DROPPED_NAMES = ("ReadError", "WriteError", "RemoteProtocolError", "LocalProtocolError")
 QUICK_RETRIES = (0.05, 0.2)
 MAX_RETRIES = len(QUICK_RETRIES) + 5
 
@@ -129,10 +133,11 @@ class PlainApi:
         """One request, sent again while the server is busy (see :func:`backoff`); the ``httpx`` reply."""
         import httpx  # noqa: PLC0415
 
+        dropped = tuple(getattr(httpx, name) for name in _DROPPED_NAMES)
         for attempt in range(MAX_RETRIES + 1):
             try:
                 reply = self._http.request(method, path, **request)
-            except httpx.ConnectError:
+            except (httpx.ConnectError, *dropped):
                 if attempt == MAX_RETRIES:
                     raise
                 time.sleep(backoff(attempt))

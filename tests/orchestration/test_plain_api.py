@@ -9,6 +9,8 @@ server does that when its SQLite database is locked under load (seen in test_ser
 from __future__ import annotations
 
 import json
+import socket
+import struct
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -23,7 +25,7 @@ from contextmesh.orchestration.plain_api import MAX_RETRIES, QUICK_RETRIES, Plai
 class _Busy(ThreadingHTTPServer):
     def __init__(self, busy: int, status: int) -> None:
         super().__init__(("127.0.0.1", 0), _Handler)
-        self.busy, self.status, self.seen = busy, status, 0
+        self.busy, self.status, self.seen, self.drops = busy, status, 0, 0
         self.headers_seen: list[dict[str, str]] = []
 
 
@@ -33,6 +35,10 @@ class _Handler(BaseHTTPRequestHandler):
     def do_GET(self) -> None:
         self.server.seen += 1
         self.server.headers_seen.append(dict(self.headers))
+        if self.server.seen <= self.server.drops:  # the connection reset before any reply
+            self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            self.close_connection = True
+            return
         if self.server.seen <= self.server.busy:
             self._reply(503, {"exception_message": "Service Unavailable"}, {"Retry-After": "0"})
         else:
@@ -73,6 +79,17 @@ def test_a_busy_server_is_asked_again_until_it_answers(serve_busy: Any) -> None:
         assert plain.flow_run("run-1")["state"]["type"] == "COMPLETED"
     assert server.seen == 3
     assert {h.get("Authorization") for h in server.headers_seen} == {"Bearer pnu_key"}
+
+
+def test_a_connection_reset_before_the_reply_is_asked_again_as_prefects_client_does(serve_busy: Any) -> None:
+    # Seen at load 18: the local server reset a connection mid-request, and the slot's release failed
+    # with httpx.ReadError where Prefect's own client would have sent it again (a reset before any reply
+    # reads as RemoteProtocolError; both are a dropped connection).
+    server, api = serve_busy(busy=0)
+    server.drops = 2
+    with PlainApi(api, environ={}) as plain:
+        assert plain.flow_run("run-1")["state"]["type"] == "COMPLETED"
+    assert server.seen == 3
 
 
 def test_a_server_busy_past_the_retries_is_refused_naming_the_call_and_the_answer(serve_busy: Any) -> None:
