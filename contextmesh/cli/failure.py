@@ -7,6 +7,9 @@ cannot be repaired, a Prefect API that does not answer). Under ``--json`` the fa
 ``{"error": {"type": …, "message": …, "path": …}}`` on stdout and nothing else; ``path`` is the
 option, file or place in a file the error is about, or null.
 
+A Prefect API that refuses a request (a 503 from a busy SQLite server after the client's retries)
+or stops answering mid-command is told as that, naming the request, not as a bug.
+
 No exception reaches the interpreter's traceback printer: an error that is not one of ours is
 reported as an internal error in one line (``CONTEXTMESH_DEBUG=1`` re-raises it, for a developer).
 """
@@ -115,6 +118,9 @@ def classify(exc: BaseException) -> Failure:
     if isinstance(exc, OSError):
         message = f"{exc.filename}: {exc.strerror}" if exc.filename and exc.strerror else str(exc)
         return Failure(type(exc).__name__, one_line(message), _path_of(exc), REFUSED)
+    api = _api_failure(exc)
+    if api is not None:
+        return api
     if isinstance(exc, ImportError):
         message = (
             f"this command needs {exc.name or 'a package'!r}, which is not installed here ({exc}); the core "
@@ -123,6 +129,54 @@ def classify(exc: BaseException) -> Failure:
         return Failure("MissingDependency", one_line(message), None, REFUSED)
     message = f"internal error ({type(exc).__name__}: {exc}); this is a bug — CONTEXTMESH_DEBUG=1 shows where"
     return Failure("InternalError", one_line(message), None, REFUSED)
+
+
+def _request_of(exc: BaseException) -> tuple[str, str] | None:
+    # httpx raises RuntimeError from ``.request`` when an error carries none; read it without trusting it.
+    try:
+        request = getattr(exc, "request", None)
+    except RuntimeError:
+        return None
+    method, url = getattr(request, "method", None), getattr(request, "url", None)
+    return None if method is None or url is None else (str(method), str(url))
+
+
+def _api_failure(exc: BaseException) -> Failure | None:
+    """An HTTP API (Prefect's) that refused or did not answer, told as such rather than as a bug.
+
+    Read by shape, not by class, so the core install (no httpx) classifies the same way. Prefect's
+    client wraps some of them (``RuntimeError("Failed to reach API …")``), so the cause chain is read.
+    """
+    seen: set[int] = set()
+    cause: BaseException | None = exc
+    while cause is not None and id(cause) not in seen:
+        seen.add(id(cause))
+        if type(cause).__module__.split(".")[0] in {"httpx", "prefect"} and _request_of(cause) is not None:
+            return _told(cause)
+        cause = cause.__cause__ or cause.__context__
+    return None
+
+
+def _told(exc: BaseException) -> Failure | None:
+    request = _request_of(exc)
+    if request is None:
+        return None
+    method, url = request
+    status = getattr(getattr(exc, "response", None), "status_code", None)
+    if isinstance(status, int):
+        busy = status in {429, 502, 503, 504}
+        advice = (
+            "the server is busy or restarting — run the command again"
+            if busy
+            else "the request was refused; nothing after it was done"
+        )
+        message = f"the Prefect API answered {status} to {method} {url} after its client's retries; {advice}"
+        return Failure("ApiError", one_line(message), url, REFUSED)
+    message = (
+        f"the Prefect API did not answer {method} {url} ({type(exc).__name__}: {exc or 'no detail'}); "
+        "is the server running and reachable?"
+    )
+    return Failure("ApiUnreachable", one_line(message), url, REFUSED)
 
 
 def json_requested(argv: Sequence[str]) -> bool:

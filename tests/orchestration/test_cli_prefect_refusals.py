@@ -1,4 +1,4 @@
-"""The CLI's refusals that go through Prefect's client: an API that does not answer, a broken manifest.
+"""The CLI's refusals that go through Prefect's client: an API that does not answer or answers 503, a broken manifest.
 
 Issue 15 item 6 (``execute`` and ``recheck --deployment`` with an unreachable Prefect API ended in a
 connection traceback) and the CLI half of item 9 (a broken manifest met by ``recheck``, ``resume``,
@@ -10,12 +10,14 @@ installed but no server.
 
 from __future__ import annotations
 
+import http.server
 import json
 import os
 import shutil
 import socket
 import subprocess
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -146,3 +148,59 @@ def test_looking_for_a_served_deployment_of_a_session_without_a_plan_names_it(tm
     assert one_line(done.stderr).endswith(f"{directory} holds no execution plan")
     with pytest.raises(ExecutionError, match=r"holds no execution plan$"):
         peek(str(directory))  # the served-record lookup reads the manifest alone: the same sentence
+
+
+class _BusyApi:
+    """A loopback API that is up (``/health`` answers) but refuses every other request with 503."""
+
+    def __init__(self) -> None:
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def _answer(self) -> None:
+                status = 200 if self.path.endswith("/health") else 503
+                body = b"true" if status == 200 else b'{"detail": "busy"}'
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            do_GET = do_POST = do_PATCH = do_PUT = do_DELETE = _answer  # noqa: N815 - http.server's names
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/api"
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.mark.parametrize("argv", [["execute", "--executor", "prefect"], ["execute", "--executor", "prefect", "--json"]])
+def test_an_api_that_answers_503_is_one_refusal_naming_the_request_not_an_internal_error(
+    tmp_path: Path, argv: list[str]
+) -> None:
+    busy = _BusyApi()
+    try:
+        done = run_cli(
+            *argv,
+            env={
+                "PREFECT_API_URL": busy.url,
+                "PREFECT_CLIENT_MAX_RETRIES": "0",
+                "CONTEXTMESH_HOME": str(tmp_path / "home"),
+            },
+        )
+    finally:
+        busy.close()
+    assert done.returncode == 1, done.stderr
+    line = one_line(done.stderr)
+    assert "internal error" not in line and "answered 503" in line and busy.url in line, line
+    assert "run the command again" in line
+    if "--json" in argv:
+        error = error_document(done.stdout)
+        assert error["type"] == "ApiError" and error["path"] is not None and error["path"].startswith(busy.url)
+    else:
+        assert done.stdout == ""
