@@ -79,7 +79,7 @@ from contextmesh.knowledge.lexical import Bm25, LexicalDocument
 from contextmesh.knowledge.pipeline import build
 from contextmesh.knowledge.sentence_model import SentenceModelEmbedder, embedder_for
 from contextmesh.knowledge.text import content_stems
-from contextmesh.knowledge.traverse import Walk, Walker
+from contextmesh.knowledge.traverse import CONSIDERED, Walk, Walker
 
 ROOT = Path(__file__).resolve().parent.parent
 CORPORA = ROOT / "tests" / "data" / "corpora"
@@ -114,6 +114,7 @@ class Outcome:
     bm25_top5: bool = False
     walk: Walk | None = None
     note: str = ""
+    gold_rank: int | None = None  # where a gold stood among the walk's considered candidates (0 = first)
 
 
 @dataclass
@@ -272,6 +273,11 @@ def _grade_set(
             continue
         walk = _ask(world, question)
         outcome = Outcome(question, _grade_walk(world, question, walk), walk=walk)
+        if question["answerable"]:
+            wanted: set[str] = set()
+            for gold in question["gold"]:
+                wanted |= world.gold_ids(gold)
+            outcome.gold_rank = next((i for i, n in enumerate(walk.considered) if n in wanted), None)
         if baseline is not None and question["answerable"]:
             keys: set[str] = set()
             for gold in question["gold"]:
@@ -415,6 +421,32 @@ def _show_misses(name: str, outcomes: list[Outcome]) -> None:
         )
         if walk is not None and walk.dead_end is None:
             print("   path " + " ".join(step.render() for step in walk.path))
+        if q["answerable"] and walk is not None:
+            placed = "not among" if outcome.gold_rank is None else f"ranked {outcome.gold_rank + 1} of"
+            print(f"   gold {placed} the {len(walk.considered)} candidates considered first")
+
+
+def _diagnosis(name: str, split: str, outcomes: list[Outcome]) -> None:
+    """Where the right answers of the answerable misses stood: ranking or candidate generation.
+
+    Aggregates only, so it may be printed for a held-out half: a miss whose gold was among the
+    candidates the walk ranked is a ranking miss; one with no gold among them (or no ranking at
+    all: a dead end before any candidate was scored) is a miss of reaching it.
+    """
+    misses = [
+        o
+        for o in outcomes
+        if o.question["split"] == split and o.question["answerable"] and not o.note and not o.right and o.walk
+    ]
+    if not misses:
+        return
+    ranks = [o.gold_rank for o in misses if o.gold_rank is not None]
+    unranked = sum(1 for o in misses if o.walk is not None and not o.walk.considered)
+    print(
+        f"answerable misses ({name} · {split}): {len(misses)}; gold among the walk's first "
+        f"{CONSIDERED} candidates in {len(ranks)} (2nd–5th: {sum(1 for r in ranks if 1 <= r <= 4)}, "
+        f"1st but dead-ended: {ranks.count(0)}); no candidate ranked: {unranked}"
+    )
 
 
 def _acceptance(name: str, outcomes: list[Outcome], ratio: float) -> None:
@@ -525,6 +557,9 @@ def main(argv: list[str] | None = None) -> int:
             _table(name, split, outcomes)
         if args.misses:
             _show_misses(name, outcomes)
+        for split in splits:
+            if not (name in DEV_ONLY and split == "heldout"):
+                _diagnosis(name, split, outcomes)
         aside = {split: sum(1 for o in outcomes if o.question["split"] == split and o.note) for split in splits}
         if any(aside.values()):
             counts = ", ".join(f"{split} {count}" for split, count in aside.items())
