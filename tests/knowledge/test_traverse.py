@@ -306,3 +306,20 @@ def test_a_settings_policy_naming_an_unknown_edge_type_raises() -> None:
     with pytest.raises(OntologyError, match="teleports"):
         walker = Walker(mesh.graph, mesh.resolver, settings=WalkerSettings(policy=("teleports",)))
         walker.ask("Why did the Index Builder fail?")
+
+
+def test_a_walk_keeps_the_head_of_the_ranking_it_chose_from_best_first_and_out_of_its_json() -> None:
+    mesh = Mesh()
+    builder = mesh.entity("Index Builder")
+    other = mesh.claim("The Index Builder runs on the build pool.", builder)
+    fallen = mesh.claim("The Index Builder ran out of memory at night.", builder)
+    right = mesh.claim("The Index Builder ran out of memory at night after the corpus doubled.", builder)
+    mesh.graph.invalidate([fallen.id])
+    walk = mesh.walker().ask("Why did the Index Builder run out of memory after the corpus doubled?")
+    assert walk.answer_id == right.id
+    assert walk.considered[0] == right.id  # the answer heads what was considered
+    assert other.id in walk.considered[1:]  # and the one that lost is placed after it
+    assert fallen.id not in walk.considered  # what cannot be walked was never a candidate
+    assert "considered" not in walk.to_dict()
+    dead = mesh.walker().ask("What about refunds?")
+    assert dead.dead_end is not None and dead.considered == []
