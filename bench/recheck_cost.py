@@ -19,6 +19,11 @@ Each step starts once the server has recorded the previous one and gone quiet (:
 Printed: each step's wall seconds and task runs, the ratios recheck / full, resume / full and
 (recheck + repair + resume) / full (best and median over the repeats; aims: at most a handful of
 audit task runs, <= 0.3 and <= 0.15), client and server CPU, and the load average at start and end.
+Per session, the resume's wall split by the Prefect API's task-run timestamps (:func:`phases`):
+before its first task run starts (flow-run start, slot, session load), from the first task run's
+start to the last one's end (its task runs, with the gaps between them), and after the last
+(commit, ``Cached`` runs, slot release, round table, report); the time inside task runs is summed
+beside them.
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ import shutil
 import sys
 import tempfile
 import time
+from datetime import datetime
 from pathlib import Path
 from statistics import median
 from typing import Any
@@ -63,6 +69,36 @@ def settled(api: str, flow_run_id: str, runs: int, *, idle: float = 0.15, timeou
         if _server_cpu() - before < idle:
             break
     return time.perf_counter() - start
+
+
+def _epoch(text: str) -> float:
+    return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
+
+
+def phases(api: str, flow_run_id: str, called: float, returned: float) -> dict[str, float]:
+    """The resume's wall split at its task runs (epoch seconds ``called`` .. ``returned`` of the call):
+    before the first task run starts, first start to last end, after the last end; and the seconds
+    spent inside task runs (Running to the end state), summed."""
+    import httpx
+
+    runs: list[dict[str, Any]] = []
+    with httpx.Client(base_url=api, timeout=30) as client:
+        while True:
+            body = {"flow_runs": {"id": {"any_": [flow_run_id]}}, "limit": 200, "offset": len(runs)}
+            page = client.post("/task_runs/filter", json=body).raise_for_status().json()
+            runs += page
+            if len(page) < 200:
+                break
+    spans = [(_epoch(r["start_time"]), _epoch(r["end_time"])) for r in runs if r["start_time"] and r["end_time"]]
+    if not spans:
+        return {"before": returned - called, "task runs": 0.0, "after": 0.0, "inside": 0.0}
+    first, last = min(a for a, _ in spans), max(b for _, b in spans)
+    return {
+        "before": first - called,
+        "task runs": last - first,
+        "after": returned - last,
+        "inside": sum(b - a for a, b in spans),
+    }
 
 
 class WatchedWorld(World):
@@ -136,11 +172,14 @@ def one_session(
     session = Session.load(session_dir, registry=registry)
     _, out["repair_s"] = timed(lambda: session.apply(repair))
     out["repair_cpu"] = tuple(LAST_CPU)
+    called = time.time()
     resumed, out["resume_s"] = timed(lambda: plan_flow(session_dir=str(session_dir), mode="resume"))
+    returned = time.time()
     out["resume_cpu"] = tuple(LAST_CPU)
     assert set(resumed["executed"]) == closure, "the resume ran exactly the stale closure"
     out["resume_runs"] = resumed["task_runs"]
     settled(api, resumed["flow_run_id"], resumed["task_runs"])
+    out["resume_phases"] = phases(api, resumed["flow_run_id"], called, returned)
 
     again, out["quiet_s"] = timed(lambda: recheck_flow(session_dir=str(session_dir)))
     out["quiet_runs"] = again["task_runs"]
@@ -172,6 +211,13 @@ def report(args: argparse.Namespace, sessions: list[dict[str, Any]], closure: se
     print(f"  resume flow           {one['resume_s']:7.2f} s  {one['resume_runs']:5d} task runs")
     print(f"  recheck (0 changed)   {one['quiet_s']:7.2f} s  {one['quiet_runs']:5d} task runs")
     print(f"  full recheck          {one['full_recheck_s']:7.2f} s  {one['full_recheck_runs']:5d} task runs")
+    for i, s in enumerate(sessions, start=1):
+        split = s["resume_phases"]
+        print(
+            f"  resume of session {i}: {s['resume_s']:.2f} s = before the first task run {split['before']:.2f} s"
+            f" + task runs {split['task runs']:.2f} s (inside them {split['inside']:.2f} s in all)"
+            f" + after the last {split['after']:.2f} s"
+        )
     print(f"over {len(sessions)} session(s):")
     print(f"  audit task runs in the one-changed recheck: {[s['recheck_runs'] for s in sessions]} (aim: a handful)")
     print(f"  recheck / full: {spread('recheck/full')}")

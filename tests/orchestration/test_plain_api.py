@@ -26,6 +26,7 @@ class _Busy(ThreadingHTTPServer):
     def __init__(self, busy: int, status: int) -> None:
         super().__init__(("127.0.0.1", 0), _Handler)
         self.busy, self.status, self.seen, self.drops = busy, status, 0, 0
+        self.retry_after: str | None = "0"
         self.headers_seen: list[dict[str, str]] = []
 
 
@@ -40,7 +41,8 @@ class _Handler(BaseHTTPRequestHandler):
             self.close_connection = True
             return
         if self.server.seen <= self.server.busy:
-            self._reply(503, {"exception_message": "Service Unavailable"}, {"Retry-After": "0"})
+            after = self.server.retry_after
+            self._reply(503, {"exception_message": "Service Unavailable"}, {"Retry-After": after} if after else {})
         else:
             self._reply(self.server.status, {"id": "run-1", "state": {"type": "COMPLETED", "name": "Completed"}})
 
@@ -110,8 +112,9 @@ def test_a_refused_key_and_a_missing_run_are_said_by_name(serve_busy: Any) -> No
 
 def test_a_busy_answer_is_asked_again_soon_first_then_on_prefects_schedule() -> None:
     # SQLite's write conflict behind most 503s of the local server is gone a moment later (ADR 0032):
-    # two quick tries, then Prefect's 2, 4, 8, 16, 16 s with jitter; a Retry-After always wins.
-    assert [backoff(attempt) for attempt in range(len(QUICK_RETRIES))] == [0.05, 0.2]
+    # quick tries, then Prefect's 2, 4, 8, 16, 16 s with jitter; a Retry-After always wins.
+    quick = [backoff(attempt) for attempt in range(len(QUICK_RETRIES))]
+    assert quick == [0.05, 0.1, 0.15, 0.2, 0.25, 0.25, 0.25, 0.25, 0.25, 0.25]
     slow = [backoff(attempt) for attempt in range(len(QUICK_RETRIES), MAX_RETRIES)]
     assert all(b <= s <= b * 1.2 for s, b in zip(slow, (2, 4, 8, 16, 16), strict=True))
     assert backoff(0, "3") == 3.0
@@ -126,3 +129,23 @@ def test_the_api_of_this_process_is_the_one_its_prefect_settings_name(serve_busy
     with ps.temporary_settings(updates=updates), PlainApi.of_this_process() as plain:
         assert plain.flow_run("run-1")["id"] == "run-1"
     assert server.headers_seen[-1].get("Authorization") == "Bearer pnu_flow"
+
+
+def test_a_server_busy_for_two_seconds_is_ridden_out_without_a_two_second_sleep(
+    serve_busy: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # ADR 0037: after a round's burst the local server refused the slot holder's record delete three
+    # times in a row in most resumes of the 1,000-task plan, and the third refusal cost Prefect's 2 s
+    # step. Busy answers without Retry-After, for about two seconds of quick tries: no sleep of a
+    # second or more before the answer.
+    from contextmesh.orchestration import plain_api
+
+    slept: list[float] = []
+    monkeypatch.setattr(plain_api.time, "sleep", slept.append)
+    server, api = serve_busy(busy=len(QUICK_RETRIES))
+    server.retry_after = None
+    with PlainApi(api, environ={}) as plain:
+        assert plain.flow_run("run-1")["state"]["type"] == "COMPLETED"
+    assert server.seen == len(QUICK_RETRIES) + 1
+    assert max(slept) < 1.0, slept
+    assert sum(slept) >= 2.0, "the quick tries span the two seconds the server was seen busy"
