@@ -51,7 +51,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from contextmesh.knowledge.intent import Intent
@@ -62,7 +62,7 @@ if TYPE_CHECKING:
     from contextmesh.core.graph import ContextGraph
     from contextmesh.core.model import EdgeRecord, NodeRecord
 
-__all__ = ["INDEXED_TYPES", "AnswerIndex", "Candidate", "Reach", "Trail", "Weights", "rank"]
+__all__ = ["FEATURES", "INDEXED_TYPES", "AnswerIndex", "Candidate", "Reach", "Trail", "Weights", "rank", "score_of"]
 
 Trail = tuple[tuple[str, str, bool], ...]  # (edge id, node id, forward) from the seed
 INDEXED_TYPES = ("claim", "decision", "assumption", "evidence", "source", "entity")
@@ -72,6 +72,27 @@ _ANCHOR_TYPES = frozenset({"claim", "decision", "assumption", "evidence"})
 _CAUSAL = re.compile(r"\b(because|since|so|due to|as a result|caused|causes)\b", re.IGNORECASE)
 
 
+# What a candidate's score is made of, one number each (:attr:`Candidate.features`); the score is
+# their weighted sum with the weights of the same names (:meth:`Weights.linear`). ``lexical`` and
+# ``closeness`` are the two shares of the confidence (their sum); ``hop`` is minus the edges past
+# the first; ``intent``, ``node_type``, ``causal``, ``decision`` and ``evidence`` are 0 or 1.
+FEATURES = (
+    "lexical",
+    "closeness",
+    "other_end",
+    "intent",
+    "node_type",
+    "causal",
+    "hop",
+    "semantic",
+    "lexical_raw",
+    "closeness_raw",
+    "decision",
+    "evidence",
+)
+_SHAPE = slice(3, 7)  # intent, node_type, causal, hop: what the path and the node's kind add
+
+
 @dataclass(frozen=True)
 class Weights:
     """The blend; see the module docstring."""
@@ -79,6 +100,8 @@ class Weights:
     entity_terms: float = 1.0
     headline: float = 2.0
     context: float = 0.3
+    lexical: float = 1.0
+    closeness: float = 1.0
     intent: float = 0.4
     node_type: float = 0.4
     other_end: float = 0.6  # 0.6-0.8 a plateau on every dev set (ADR 0036); 0.2 before
@@ -87,6 +110,22 @@ class Weights:
     unheld: float = 0.5
     semantic: float = 0.2
     semantic_floor: float = 0.4
+    lexical_raw: float = 0.0
+    closeness_raw: float = 0.0
+    decision: float = 0.0
+    evidence: float = 0.0
+
+    def linear(self) -> tuple[float, ...]:
+        """The weights of :data:`FEATURES`, in their order."""
+        return tuple(float(getattr(self, name)) for name in FEATURES)
+
+
+def score_of(features: tuple[float, ...], linear: tuple[float, ...]) -> float:
+    """A candidate's score: its features weighted (:meth:`Weights.linear`), summed in order."""
+    total = 0.0
+    for value, weight in zip(features, linear, strict=True):
+        total += weight * value
+    return total
 
 
 @dataclass(frozen=True)
@@ -114,6 +153,7 @@ class Candidate:
     fallen: str | None = None
     crossed: bool = False
     doubt: str | None = None
+    features: tuple[float, ...] = field(default=(), compare=False)  # :data:`FEATURES`, what the score sums
 
     @property
     def hops(self) -> int:
@@ -204,6 +244,9 @@ def _stamp(graph: ContextGraph) -> tuple[int, int, int]:
     return id(graph), len(graph.nodes), len(graph.edges)
 
 
+_Base = tuple[float, float, tuple[float, ...]]  # a node's own score, confidence and features
+
+
 @dataclass(frozen=True)
 class _Question:
     terms: tuple[str, ...]
@@ -226,7 +269,8 @@ def rank(
 ) -> list[Candidate]:
     """Every candidate, best first (see the module docstring)."""
     question = _Question(terms, seeds, intent, answer_types)
-    match: dict[str, tuple[float, float]] = {}  # node → (base score, confidence)
+    linear = weights.linear()
+    match: dict[str, _Base] = {}  # node → (base score, confidence, features)
 
     distinct = len(dict.fromkeys(index.terms(terms)))
     # The question's information is its residual words and its entities: each entity counts as
@@ -239,7 +283,7 @@ def rank(
     known = tuple(term for term in dict.fromkeys(index.terms(terms)) if index.bm25.idf(term) > 0.0)
     plain = not intent.relational and intent.node_type is None
 
-    def base(node_id: str) -> tuple[float, float]:
+    def base(node_id: str) -> _Base:
         if node_id not in match:
             lexical = index.coverage(node_id, terms)
             # Meaning (a real model only): cosine above a calibrated floor, rescaled to [0, 1]. It
@@ -253,8 +297,23 @@ def rank(
                 # the collection uses: the node shows the entity exists, not that it answers. (A
                 # question that names a relation or a node type is answered by structure as well.)
                 share *= 1.0 - weights.unheld
+            node_type = graph.node(node_id).type
+            features = (
+                share_of_words * lexical,
+                (1.0 - share_of_words) * share,
+                0.0,
+                0.0,
+                0.0,
+                0.0,
+                0.0,
+                meaning,
+                lexical,
+                share,
+                float(node_type == "decision"),
+                float(node_type == "evidence"),
+            )
             confidence = share_of_words * lexical + (1.0 - share_of_words) * share
-            match[node_id] = (confidence + weights.semantic * meaning, confidence)
+            match[node_id] = (score_of(features, linear), confidence, features)
         return match[node_id]
 
     out: list[Candidate] = []
@@ -262,14 +321,16 @@ def rank(
         node = graph.node(node_id)
         if node.type not in answer_types:
             continue
-        score, confidence = base(node_id)
+        _, confidence, features = base(node_id)
         last = None
         if reach.trail:
             last_type = graph.edge(reach.trail[-1][0]).type
             last = last_type if intent.direction_fits(last_type, answer_is_source=not reach.trail[-1][2]) else None
-        score += _shape(graph, node_id, last, reach.hops, question, weights)
+        features = _with_shape(features, _shape(graph, node_id, last, reach.hops, question))
         crossed = last is not None and last in intent.edges
-        out.append(Candidate(node_id, reach.trail, score, confidence, None, None, crossed))
+        out.append(
+            Candidate(node_id, reach.trail, score_of(features, linear), confidence, None, None, crossed, None, features)
+        )
     if intent.relational:
         out.extend(_across(graph, index, reached, question, weights, base))
     out.sort(key=lambda c: (-c.score, c.hops, graph.seq(c.node_id)))
@@ -303,12 +364,12 @@ def _instead(
             if fallen(graph, other) is not None or doubted(graph, other) is not None:
                 continue
             trail = (*candidate.trail, (edge.id, other, forward))
-            score = candidate.score + weights.other_end * (index.bm25.coverage(other, rest) if rest else 0.0)
-            score += _shape(graph, other, "contradicts", len(trail), question, weights) - _shape(
-                graph, candidate.node_id, None, candidate.hops, question, weights
-            )
+            own = index.bm25.coverage(other, rest) if rest else 0.0
+            features = _with_shape(candidate.features, _shape(graph, other, "contradicts", len(trail), question))
+            features = (*features[:2], features[2] + own, *features[3:])
             crossed = "contradicts" in question.intent.edges
-            yield Candidate(other, trail, score, candidate.confidence, candidate.node_id, None, crossed)
+            score = score_of(features, weights.linear())
+            yield Candidate(other, trail, score, candidate.confidence, candidate.node_id, None, crossed, None, features)
 
 
 def _mark_fallen(graph: ContextGraph, ranked: list[Candidate]) -> list[Candidate]:
@@ -339,18 +400,19 @@ def _mark_fallen(graph: ContextGraph, ranked: list[Candidate]) -> list[Candidate
 
 
 def _shape(
-    graph: ContextGraph, node_id: str, last_edge: str | None, hops: int, question: _Question, weights: Weights
-) -> float:
-    """What the path and the node's kind add: intent, node type, cause, minus the length cost."""
+    graph: ContextGraph, node_id: str, last_edge: str | None, hops: int, question: _Question
+) -> tuple[float, float, float, float]:
+    """What the path and the node's kind add: intent, node type, cause (each 0 or 1), minus the edges past the first."""
     node = graph.node(node_id)
-    extra = -weights.hop * max(0, hops - 1)
-    if last_edge is not None and last_edge in question.intent.edges:
-        extra += weights.intent
-    if question.intent.node_type is not None and node.type == question.intent.node_type:
-        extra += weights.node_type
-    if question.intent.causal and _CAUSAL.search(node.label):
-        extra += weights.causal
-    return extra
+    intent = float(last_edge is not None and last_edge in question.intent.edges)
+    node_type = float(question.intent.node_type is not None and node.type == question.intent.node_type)
+    causal = float(question.intent.causal and _CAUSAL.search(node.label) is not None)
+    return intent, node_type, causal, -float(max(0, hops - 1))
+
+
+def _with_shape(features: tuple[float, ...], shape: tuple[float, float, float, float]) -> tuple[float, ...]:
+    """``features`` with the path's and the node kind's part replaced by ``shape``."""
+    return (*features[: _SHAPE.start], *shape, *features[_SHAPE.stop :])
 
 
 def _across(
@@ -359,7 +421,7 @@ def _across(
     reached: Mapping[str, Reach],
     question: _Question,
     weights: Weights,
-    base: Callable[[str], tuple[float, float]],
+    base: Callable[[str], _Base],
 ) -> Iterable[Candidate]:
     """Candidates one edge of an asked-for relation away from a reached anchor, the anchor's path extended."""
     anchors = [n for n in reached if graph.node(n).type in _ANCHOR_TYPES]
@@ -367,7 +429,7 @@ def _across(
     anchors = sorted(anchors, key=lambda n: (-base(n)[0], graph.seq(n)))[:_ANCHORS]
     for anchor_id in anchors:
         reach = reached[anchor_id]
-        anchor_score, confidence = base(anchor_id)
+        _, confidence, anchor_features = base(anchor_id)
         held = set(index.held(anchor_id, question.terms))
         rest = tuple(t for t in index.terms(question.terms) if t not in held)
         on_path = {step[1] for step in reach.trail}
@@ -389,13 +451,14 @@ def _across(
                 # The words the anchor does not hold are what the question says about the other end
                 # ("which vendor guidance do the readings in Incident 219 point to?": "vendor guidance").
                 own = index.bm25.coverage(end, rest) if rest else 0.0
-                score = anchor_score + weights.other_end * own
-                score += _shape(graph, end, edge.type, len(end_trail), question, weights)
+                features = _with_shape(anchor_features, _shape(graph, end, edge.type, len(end_trail), question))
+                features = (*features[:2], own, *features[3:])
                 # Reached across the very relation the question asks about: a superseded or disputed
                 # node is what such a question asks for by name, so it is not barred as fallen.
                 # Either end may carry the question ("in the claims X rests on, how long…?" describes both).
                 sure = max(confidence, base(end)[1] if end in reached else 0.0, own)
-                yield Candidate(end, end_trail, score, sure, anchor_id, None, True)
+                score = score_of(features, weights.linear())
+                yield Candidate(end, end_trail, score, sure, anchor_id, None, True, None, features)
 
 
 def _lead_claim(graph: ContextGraph, source: str, trail: Trail, on_path: set[str]) -> list[tuple[str, Trail]]:
