@@ -34,6 +34,11 @@ The score, with the weights of :class:`Weights` (calibrated on the development q
   the score, not to the confidence: meaning reorders what the typed walk reached, and cannot turn
   a dead end into an answer.
 
+Each of those terms is one named feature of the candidate (:data:`FEATURES`, kept on
+:attr:`Candidate.features`) and the score is their sum weighted by :meth:`Weights.linear`, so a
+ranker is a weight vector: ``bench/fit_ranking.py`` fits one on the development questions and
+cross-validates it against these hand-set weights, which it did not beat (ADR 0041).
+
 The **confidence** of a candidate is the share of the question it carries: the lexical coverage
 of the node that matches the question (the anchor's for an across candidate), or, when the
 question says nothing beyond its entities, the entity share.
@@ -56,6 +61,7 @@ from typing import TYPE_CHECKING
 
 from contextmesh.knowledge.intent import Intent
 from contextmesh.knowledge.lexical import Bm25, LexicalDocument, fold, terms_of
+from contextmesh.knowledge.ranking_weights import FEATURES, SHAPE, Weights, score_of
 from contextmesh.knowledge.standing import doubted, fallen
 
 if TYPE_CHECKING:
@@ -70,62 +76,6 @@ _ANCHORS = 32
 _EXAMINED = 8
 _ANCHOR_TYPES = frozenset({"claim", "decision", "assumption", "evidence"})
 _CAUSAL = re.compile(r"\b(because|since|so|due to|as a result|caused|causes)\b", re.IGNORECASE)
-
-
-# What a candidate's score is made of, one number each (:attr:`Candidate.features`); the score is
-# their weighted sum with the weights of the same names (:meth:`Weights.linear`). ``lexical`` and
-# ``closeness`` are the two shares of the confidence (their sum); ``hop`` is minus the edges past
-# the first; ``intent``, ``node_type``, ``causal``, ``decision`` and ``evidence`` are 0 or 1.
-FEATURES = (
-    "lexical",
-    "closeness",
-    "other_end",
-    "intent",
-    "node_type",
-    "causal",
-    "hop",
-    "semantic",
-    "lexical_raw",
-    "closeness_raw",
-    "decision",
-    "evidence",
-)
-_SHAPE = slice(3, 7)  # intent, node_type, causal, hop: what the path and the node's kind add
-
-
-@dataclass(frozen=True)
-class Weights:
-    """The blend; see the module docstring."""
-
-    entity_terms: float = 1.0
-    headline: float = 2.0
-    context: float = 0.3
-    lexical: float = 1.0
-    closeness: float = 1.0
-    intent: float = 0.4
-    node_type: float = 0.4
-    other_end: float = 0.6  # 0.6-0.8 a plateau on every dev set (ADR 0036); 0.2 before
-    causal: float = 0.0  # off: a why answer need not say "because" (0 → 99/118 on dev, 0.05-0.2 → 98; ADR 0036)
-    hop: float = 0.02
-    unheld: float = 0.5
-    semantic: float = 0.2
-    semantic_floor: float = 0.4
-    lexical_raw: float = 0.0
-    closeness_raw: float = 0.0
-    decision: float = 0.0
-    evidence: float = 0.0
-
-    def linear(self) -> tuple[float, ...]:
-        """The weights of :data:`FEATURES`, in their order."""
-        return tuple(float(getattr(self, name)) for name in FEATURES)
-
-
-def score_of(features: tuple[float, ...], linear: tuple[float, ...]) -> float:
-    """A candidate's score: its features weighted (:meth:`Weights.linear`), summed in order."""
-    total = 0.0
-    for value, weight in zip(features, linear, strict=True):
-        total += weight * value
-    return total
 
 
 @dataclass(frozen=True)
@@ -412,7 +362,7 @@ def _shape(
 
 def _with_shape(features: tuple[float, ...], shape: tuple[float, float, float, float]) -> tuple[float, ...]:
     """``features`` with the path's and the node kind's part replaced by ``shape``."""
-    return (*features[: _SHAPE.start], *shape, *features[_SHAPE.stop :])
+    return (*features[: SHAPE.start], *shape, *features[SHAPE.stop :])
 
 
 def _across(
