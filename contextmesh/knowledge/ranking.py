@@ -194,7 +194,8 @@ def _stamp(graph: ContextGraph) -> tuple[int, int, int]:
     return id(graph), len(graph.nodes), len(graph.edges)
 
 
-_Base = tuple[float, float, tuple[float, ...]]  # a node's own score, confidence and features
+Features = tuple[float, ...]  # one value per name of FEATURES
+_Base = tuple[float, float, Features]  # a node's own score, confidence and features
 
 
 @dataclass(frozen=True)
@@ -247,21 +248,7 @@ def rank(
                 # the collection uses: the node shows the entity exists, not that it answers. (A
                 # question that names a relation or a node type is answered by structure as well.)
                 share *= 1.0 - weights.unheld
-            node_type = graph.node(node_id).type
-            features = (
-                share_of_words * lexical,
-                (1.0 - share_of_words) * share,
-                0.0,
-                0.0,
-                0.0,
-                0.0,
-                0.0,
-                meaning,
-                lexical,
-                share,
-                float(node_type == "decision"),
-                float(node_type == "evidence"),
-            )
+            features = _own_features(lexical, share, share_of_words, meaning, graph.node(node_id).type)
             confidence = share_of_words * lexical + (1.0 - share_of_words) * share
             match[node_id] = (score_of(features, linear), confidence, features)
         return match[node_id]
@@ -358,6 +345,13 @@ def _shape(
     node_type = float(question.intent.node_type is not None and node.type == question.intent.node_type)
     causal = float(question.intent.causal and _CAUSAL.search(node.label) is not None)
     return intent, node_type, causal, -float(max(0, hops - 1))
+
+
+def _own_features(lexical: float, share: float, share_of_words: float, meaning: float, node_type: str) -> Features:
+    """A node's own features (:data:`FEATURES`), before the path's shape is added."""
+    words, entities = share_of_words * lexical, (1.0 - share_of_words) * share
+    decision, evidence = float(node_type == "decision"), float(node_type == "evidence")
+    return (words, entities, 0.0, 0.0, 0.0, 0.0, 0.0, meaning, lexical, share, decision, evidence)
 
 
 def _with_shape(features: tuple[float, ...], shape: tuple[float, float, float, float]) -> tuple[float, ...]:
