@@ -34,6 +34,11 @@ The score, with the weights of :class:`Weights` (calibrated on the development q
   the score, not to the confidence: meaning reorders what the typed walk reached, and cannot turn
   a dead end into an answer.
 
+Each of those terms is one named feature of the candidate (:data:`FEATURES`, kept on
+:attr:`Candidate.features`) and the score is their sum weighted by :meth:`Weights.linear`, so a
+ranker is a weight vector: ``bench/fit_ranking.py`` fits one on the development questions and
+cross-validates it against these hand-set weights, which it did not beat (ADR 0041).
+
 The **confidence** of a candidate is the share of the question it carries: the lexical coverage
 of the node that matches the question (the anchor's for an across candidate), or, when the
 question says nothing beyond its entities, the entity share.
@@ -51,18 +56,19 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from contextmesh.knowledge.intent import Intent
 from contextmesh.knowledge.lexical import Bm25, LexicalDocument, fold, terms_of
+from contextmesh.knowledge.ranking_weights import FEATURES, SHAPE, Weights, score_of
 from contextmesh.knowledge.standing import doubted, fallen
 
 if TYPE_CHECKING:
     from contextmesh.core.graph import ContextGraph
     from contextmesh.core.model import EdgeRecord, NodeRecord
 
-__all__ = ["INDEXED_TYPES", "AnswerIndex", "Candidate", "Reach", "Trail", "Weights", "rank"]
+__all__ = ["FEATURES", "INDEXED_TYPES", "AnswerIndex", "Candidate", "Reach", "Trail", "Weights", "rank", "score_of"]
 
 Trail = tuple[tuple[str, str, bool], ...]  # (edge id, node id, forward) from the seed
 INDEXED_TYPES = ("claim", "decision", "assumption", "evidence", "source", "entity")
@@ -70,23 +76,6 @@ _ANCHORS = 32
 _EXAMINED = 8
 _ANCHOR_TYPES = frozenset({"claim", "decision", "assumption", "evidence"})
 _CAUSAL = re.compile(r"\b(because|since|so|due to|as a result|caused|causes)\b", re.IGNORECASE)
-
-
-@dataclass(frozen=True)
-class Weights:
-    """The blend; see the module docstring."""
-
-    entity_terms: float = 1.0
-    headline: float = 2.0
-    context: float = 0.3
-    intent: float = 0.4
-    node_type: float = 0.4
-    other_end: float = 0.6  # 0.6-0.8 a plateau on every dev set (ADR 0036); 0.2 before
-    causal: float = 0.0  # off: a why answer need not say "because" (0 → 99/118 on dev, 0.05-0.2 → 98; ADR 0036)
-    hop: float = 0.02
-    unheld: float = 0.5
-    semantic: float = 0.2
-    semantic_floor: float = 0.4
 
 
 @dataclass(frozen=True)
@@ -114,6 +103,7 @@ class Candidate:
     fallen: str | None = None
     crossed: bool = False
     doubt: str | None = None
+    features: tuple[float, ...] = field(default=(), compare=False)  # :data:`FEATURES`, what the score sums
 
     @property
     def hops(self) -> int:
@@ -204,6 +194,10 @@ def _stamp(graph: ContextGraph) -> tuple[int, int, int]:
     return id(graph), len(graph.nodes), len(graph.edges)
 
 
+Features = tuple[float, ...]  # one value per name of FEATURES
+_Base = tuple[float, float, Features]  # a node's own score, confidence and features
+
+
 @dataclass(frozen=True)
 class _Question:
     terms: tuple[str, ...]
@@ -226,7 +220,8 @@ def rank(
 ) -> list[Candidate]:
     """Every candidate, best first (see the module docstring)."""
     question = _Question(terms, seeds, intent, answer_types)
-    match: dict[str, tuple[float, float]] = {}  # node → (base score, confidence)
+    linear = weights.linear()
+    match: dict[str, _Base] = {}  # node → (base score, confidence, features)
 
     distinct = len(dict.fromkeys(index.terms(terms)))
     # The question's information is its residual words and its entities: each entity counts as
@@ -239,7 +234,7 @@ def rank(
     known = tuple(term for term in dict.fromkeys(index.terms(terms)) if index.bm25.idf(term) > 0.0)
     plain = not intent.relational and intent.node_type is None
 
-    def base(node_id: str) -> tuple[float, float]:
+    def base(node_id: str) -> _Base:
         if node_id not in match:
             lexical = index.coverage(node_id, terms)
             # Meaning (a real model only): cosine above a calibrated floor, rescaled to [0, 1]. It
@@ -253,8 +248,9 @@ def rank(
                 # the collection uses: the node shows the entity exists, not that it answers. (A
                 # question that names a relation or a node type is answered by structure as well.)
                 share *= 1.0 - weights.unheld
+            features = _own_features(lexical, share, share_of_words, meaning, graph.node(node_id).type)
             confidence = share_of_words * lexical + (1.0 - share_of_words) * share
-            match[node_id] = (confidence + weights.semantic * meaning, confidence)
+            match[node_id] = (score_of(features, linear), confidence, features)
         return match[node_id]
 
     out: list[Candidate] = []
@@ -262,14 +258,16 @@ def rank(
         node = graph.node(node_id)
         if node.type not in answer_types:
             continue
-        score, confidence = base(node_id)
+        _, confidence, features = base(node_id)
         last = None
         if reach.trail:
             last_type = graph.edge(reach.trail[-1][0]).type
             last = last_type if intent.direction_fits(last_type, answer_is_source=not reach.trail[-1][2]) else None
-        score += _shape(graph, node_id, last, reach.hops, question, weights)
+        features = _with_shape(features, _shape(graph, node_id, last, reach.hops, question))
         crossed = last is not None and last in intent.edges
-        out.append(Candidate(node_id, reach.trail, score, confidence, None, None, crossed))
+        out.append(
+            Candidate(node_id, reach.trail, score_of(features, linear), confidence, None, None, crossed, None, features)
+        )
     if intent.relational:
         out.extend(_across(graph, index, reached, question, weights, base))
     out.sort(key=lambda c: (-c.score, c.hops, graph.seq(c.node_id)))
@@ -303,12 +301,12 @@ def _instead(
             if fallen(graph, other) is not None or doubted(graph, other) is not None:
                 continue
             trail = (*candidate.trail, (edge.id, other, forward))
-            score = candidate.score + weights.other_end * (index.bm25.coverage(other, rest) if rest else 0.0)
-            score += _shape(graph, other, "contradicts", len(trail), question, weights) - _shape(
-                graph, candidate.node_id, None, candidate.hops, question, weights
-            )
+            own = index.bm25.coverage(other, rest) if rest else 0.0
+            features = _with_shape(candidate.features, _shape(graph, other, "contradicts", len(trail), question))
+            features = (*features[:2], features[2] + own, *features[3:])
             crossed = "contradicts" in question.intent.edges
-            yield Candidate(other, trail, score, candidate.confidence, candidate.node_id, None, crossed)
+            score = score_of(features, weights.linear())
+            yield Candidate(other, trail, score, candidate.confidence, candidate.node_id, None, crossed, None, features)
 
 
 def _mark_fallen(graph: ContextGraph, ranked: list[Candidate]) -> list[Candidate]:
@@ -339,18 +337,26 @@ def _mark_fallen(graph: ContextGraph, ranked: list[Candidate]) -> list[Candidate
 
 
 def _shape(
-    graph: ContextGraph, node_id: str, last_edge: str | None, hops: int, question: _Question, weights: Weights
-) -> float:
-    """What the path and the node's kind add: intent, node type, cause, minus the length cost."""
+    graph: ContextGraph, node_id: str, last_edge: str | None, hops: int, question: _Question
+) -> tuple[float, float, float, float]:
+    """What the path and the node's kind add: intent, node type, cause (each 0 or 1), minus the edges past the first."""
     node = graph.node(node_id)
-    extra = -weights.hop * max(0, hops - 1)
-    if last_edge is not None and last_edge in question.intent.edges:
-        extra += weights.intent
-    if question.intent.node_type is not None and node.type == question.intent.node_type:
-        extra += weights.node_type
-    if question.intent.causal and _CAUSAL.search(node.label):
-        extra += weights.causal
-    return extra
+    intent = float(last_edge is not None and last_edge in question.intent.edges)
+    node_type = float(question.intent.node_type is not None and node.type == question.intent.node_type)
+    causal = float(question.intent.causal and _CAUSAL.search(node.label) is not None)
+    return intent, node_type, causal, -float(max(0, hops - 1))
+
+
+def _own_features(lexical: float, share: float, share_of_words: float, meaning: float, node_type: str) -> Features:
+    """A node's own features (:data:`FEATURES`), before the path's shape is added."""
+    words, entities = share_of_words * lexical, (1.0 - share_of_words) * share
+    decision, evidence = float(node_type == "decision"), float(node_type == "evidence")
+    return (words, entities, 0.0, 0.0, 0.0, 0.0, 0.0, meaning, lexical, share, decision, evidence)
+
+
+def _with_shape(features: tuple[float, ...], shape: tuple[float, float, float, float]) -> tuple[float, ...]:
+    """``features`` with the path's and the node kind's part replaced by ``shape``."""
+    return (*features[: SHAPE.start], *shape, *features[SHAPE.stop :])
 
 
 def _across(
@@ -359,7 +365,7 @@ def _across(
     reached: Mapping[str, Reach],
     question: _Question,
     weights: Weights,
-    base: Callable[[str], tuple[float, float]],
+    base: Callable[[str], _Base],
 ) -> Iterable[Candidate]:
     """Candidates one edge of an asked-for relation away from a reached anchor, the anchor's path extended."""
     anchors = [n for n in reached if graph.node(n).type in _ANCHOR_TYPES]
@@ -367,7 +373,7 @@ def _across(
     anchors = sorted(anchors, key=lambda n: (-base(n)[0], graph.seq(n)))[:_ANCHORS]
     for anchor_id in anchors:
         reach = reached[anchor_id]
-        anchor_score, confidence = base(anchor_id)
+        _, confidence, anchor_features = base(anchor_id)
         held = set(index.held(anchor_id, question.terms))
         rest = tuple(t for t in index.terms(question.terms) if t not in held)
         on_path = {step[1] for step in reach.trail}
@@ -389,13 +395,14 @@ def _across(
                 # The words the anchor does not hold are what the question says about the other end
                 # ("which vendor guidance do the readings in Incident 219 point to?": "vendor guidance").
                 own = index.bm25.coverage(end, rest) if rest else 0.0
-                score = anchor_score + weights.other_end * own
-                score += _shape(graph, end, edge.type, len(end_trail), question, weights)
+                features = _with_shape(anchor_features, _shape(graph, end, edge.type, len(end_trail), question))
+                features = (*features[:2], own, *features[3:])
                 # Reached across the very relation the question asks about: a superseded or disputed
                 # node is what such a question asks for by name, so it is not barred as fallen.
                 # Either end may carry the question ("in the claims X rests on, how long…?" describes both).
                 sure = max(confidence, base(end)[1] if end in reached else 0.0, own)
-                yield Candidate(end, end_trail, score, sure, anchor_id, None, True)
+                score = score_of(features, weights.linear())
+                yield Candidate(end, end_trail, score, sure, anchor_id, None, True, None, features)
 
 
 def _lead_claim(graph: ContextGraph, source: str, trail: Trail, on_path: set[str]) -> list[tuple[str, Trail]]:
