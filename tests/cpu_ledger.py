@@ -7,7 +7,8 @@ processes spent meanwhile (CLI subprocesses, serve processes, browsers, Prefect 
 that outlives a test — a session's Prefect server, a module's ``serve`` process — is read from
 ``/proc`` at each test's start and end, so each test is charged what the child spent *during* it
 (``live``: the server's work for that test's flow runs and polls), and the test that reaps it only
-the rest (``children``); ADR 0035's ledger charged a shared server's whole life to its last test.
+the rest (``children``). Before, a shared server's whole life landed on its unit's last test
+(docs/adr/0040-ci-cpu-where-the-servers-work-goes.md).
 
 Run it as ``CONTEXTMESH_CPU_LEDGER=/tmp/cpu .venv/bin/pytest -p cpu_ledger ...`` (an absolute
 directory), or the whole CI run as ``CONTEXTMESH_CPU_LEDGER=/tmp/cpu bash .ci/run`` (``scripts/test``
