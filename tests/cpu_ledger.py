@@ -1,15 +1,19 @@
-"""``-p cpu_ledger``: record each test's CPU (its process's and its reaped children's) to a file.
+"""``-p cpu_ledger``: record each test's CPU (its process's and its child processes') to a file.
 
 The suite is CPU-bound on two cores (docs/adr/0035-ci-cpu-budget.md), and a loaded machine makes
 wall times say little, so this measures what a test costs in CPU: the user and system time of the
-process that runs it (the xdist worker) over its setup, call and teardown, plus that of the child
-processes reaped meanwhile (CLI subprocesses, serve processes, browsers, a Prefect server stopped in
-its teardown). A child still running when the test ends is counted in the test that reaps it.
+process that runs it (the xdist worker) over its setup, call and teardown, plus what its child
+processes spent meanwhile (CLI subprocesses, serve processes, browsers, Prefect servers). A child
+that outlives a test — a session's Prefect server, a module's ``serve`` process — is read from
+``/proc`` at each test's start and end, so each test is charged what the child spent *during* it
+(``live``: the server's work for that test's flow runs and polls), and the test that reaps it only
+the rest (``children``). Before, a shared server's whole life landed on its unit's last test
+(docs/adr/0040-ci-cpu-where-the-servers-work-goes.md).
 
 Run it as ``CONTEXTMESH_CPU_LEDGER=/tmp/cpu .venv/bin/pytest -p cpu_ledger ...`` (an absolute
 directory), or the whole CI run as ``CONTEXTMESH_CPU_LEDGER=/tmp/cpu bash .ci/run`` (``scripts/test``
 adds the plugin to both suites then): each process appends one JSON line per test to
-``<dir>/cpu-<venv>-<worker>.jsonl`` (``nodeid``, ``self``, ``children``, ``wall``, in seconds, and
+``<dir>/cpu-<venv>-<worker>.jsonl`` (``nodeid``, ``self``, ``children``, ``live``, ``wall``, in seconds, and
 ``outcome``: ``passed``, or the first phase that did not pass and how), and
 the CPU its start and collection took as a line with ``nodeid`` ``<collection>``.
 ``python tests/cpu_ledger.py <dir> [N] [venv]`` prints the N costliest modules (of one venv's suite).
@@ -42,6 +46,40 @@ ENV = "CONTEXTMESH_CPU_LEDGER"
 def _cpu(who: int) -> float:
     usage = resource.getrusage(who)
     return usage.ru_utime + usage.ru_stime
+
+
+_TICK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+
+
+def _live() -> dict[int, float]:
+    """Each live descendant process's CPU so far: its own and that of the children it reaped.
+
+    Read from ``/proc/<pid>/task/<tid>/children`` and ``/proc/<pid>/stat`` (empty where there is no
+    ``/proc``). A process that exits between the two reads is skipped: its CPU lands where it is reaped.
+    """
+    spent: dict[int, float] = {}
+    pending = [os.getpid()]
+    while pending:
+        pid = pending.pop()
+        try:
+            tasks = list(Path(f"/proc/{pid}/task").iterdir())
+        except OSError:
+            continue
+        for task in tasks:
+            try:
+                pending.extend(int(child) for child in (task / "children").read_text(encoding="ascii").split())
+            except OSError:
+                continue
+        if pid == os.getpid():
+            continue
+        try:
+            # after "pid (comm)", which may hold spaces: utime, stime, cutime, cstime are proc(5)'s
+            # fields 14-17, the 12th to 15th after the command
+            fields = Path(f"/proc/{pid}/stat").read_text(encoding="utf-8", errors="replace").rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        spent[pid] = sum(int(value) for value in fields[11:15]) / _TICK
+    return spent
 
 
 def _write(config: pytest.Config, record: dict[str, object]) -> None:
@@ -80,13 +118,21 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
     own, children, wall = _cpu(resource.RUSAGE_SELF), _cpu(resource.RUSAGE_CHILDREN), time.monotonic()
+    before = _live()
     yield
+    after = _live()
+    # A child alive at both ends is charged its growth; one born during the test all it spent. One
+    # that ended during it is in the reaped children's figure with its whole life, of which the part
+    # before this test was charged to earlier tests: that part comes off.
+    live = sum(spent - before.get(pid, 0.0) for pid, spent in after.items())
+    charged_before = sum(spent for pid, spent in before.items() if pid not in after)
     _write(
         item.config,
         {
             "nodeid": item.nodeid,
             "self": round(_cpu(resource.RUSAGE_SELF) - own, 3),
-            "children": round(_cpu(resource.RUSAGE_CHILDREN) - children, 3),
+            "children": round(_cpu(resource.RUSAGE_CHILDREN) - children - charged_before, 3),
+            "live": round(live, 3),
             "wall": round(time.monotonic() - wall, 3),
             "outcome": _OUTCOMES.pop(item.nodeid, "not run"),
         },
@@ -95,7 +141,7 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
 
 def summary(directory: Path, top: int = 60, venv: str = "") -> list[str]:
     """The modules by CPU (self + children), most first, and the run's totals (of ``venv``'s files, or all)."""
-    modules: dict[str, list[float]] = defaultdict(lambda: [0.0, 0.0, 0.0, 0.0])
+    modules: dict[str, list[float]] = defaultdict(lambda: [0.0, 0.0, 0.0, 0.0])  # self, children, wall, tests
     collection = 0.0
     for path in sorted(directory.glob("cpu-*.jsonl")):
         if venv and path.stem[len("cpu-") :].rsplit("-", 1)[0] != venv:
@@ -107,7 +153,7 @@ def summary(directory: Path, top: int = 60, venv: str = "") -> list[str]:
                 continue
             row = modules[record["nodeid"].split("::", 1)[0]]
             row[0] += record["self"]
-            row[1] += record["children"]
+            row[1] += record["children"] + record.get("live", 0.0)  # what child processes spent during it
             row[2] += record["wall"]
             row[3] += 1
     total = sum(row[0] + row[1] for row in modules.values())

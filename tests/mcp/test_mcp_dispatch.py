@@ -275,13 +275,15 @@ async def test_recheck_and_resume_return_a_handle_at_once_and_mesh_flow_run_read
             assert invalidation["evidence_id"] == stored["evidence_id"] and recheck["stale"] == STALE
             assert recheck["committed"] and recheck["flow_run"]["id"] == run["id"]
             assert (await session_resource(client))["generation"] >= recheck["generation"]
-            # the flow run committed in its own process; a subscriber heard of it within a second
+            # The flow run committed in its own process, and a subscriber heard of it: a notice
+            # arrived after that commit. How soon (README: within a second) is a figure of
+            # bench/mcp_notices.py's "other process" case, not an assertion here: under CI load the
+            # watch's 0.25 s poll and reload took 1.2 s once, and a test asserts no timing.
             committed = (serving.directory / f"session-{recheck['generation']:06d}.json").stat().st_mtime
-            # Wait for that notice, not a fixed second: none arriving after committed + 1 s could count.
-            with anyio.move_on_after(max(0.0, committed + 1.0 - time.time()) + 0.1):
-                while not any(committed <= t <= committed + 1.0 for t in arrivals):
+            with anyio.move_on_after(60):
+                while not any(t >= committed for t in arrivals):
                     await anyio.sleep(0.05)
-            assert any(committed <= t <= committed + 1.0 for t in arrivals), (committed, arrivals)
+            assert any(t >= committed for t in arrivals), (committed, arrivals)
 
             wait_for(
                 "the recheck's own resume run to finish",

@@ -37,6 +37,55 @@ from project_helpers import (
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 
+# First, before the module's two served projects exist: pytest keeps a module fixture to the module's
+# end, their rechecks run every 4 s all that time, and this test uses neither. Run beside them it cost
+# 91 CPU-s, first 36 (side by side at load 14; the module 209 -> 133 CPU-s; ADR 0040).
+def test_deploy_registers_on_a_process_pool_and_a_worker_runs_a_dispatched_recheck(
+    prefect_api: str, tmp_path: Path
+) -> None:
+    env = project_env(prefect_api, tmp_path / "home")
+    root = init_project(env, tmp_path, "east-sales", 3600)
+    toml = root / "contextmesh.toml"
+    toml.write_text(toml.read_text().replace('work_pool = "contextmesh"', 'work_pool = "east-pool"'))
+    cm(env, "run", "--project", str(root))
+    deployed = cm(env, "deploy", "--project", str(root))
+    assert deployed["work_pool"] == "east-pool" and len(deployed["deployment_ids"]) == 3
+    name = deployed["deployments"]["recheck"]
+    recheck = deployments(prefect_api)[name]
+    assert recheck["work_pool_name"] == "east-pool"
+    assert min(s["schedule"]["interval"] for s in recheck["schedules"]) == 3600.0
+    pool = httpx_get(prefect_api, "/work_pools/east-pool")
+    assert pool["type"] == "process"
+    worker_log = tmp_path / "worker.log"
+    with worker_log.open("wb") as out:
+        worker = subprocess.Popen(
+            [sys.executable, "-m", "prefect", "worker", "start", "--pool", "east-pool", "--type", "process"],
+            env={**env, "PREFECT_WORKER_QUERY_SECONDS": "2"},
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    try:
+        done = cm(env, "recheck", "--project", str(root), "--deployment", "--wait", "240", timeout=400)
+        dispatched = done["dispatched"]
+        assert dispatched["deployment"] == name, dispatched
+        # CANCELLED only when the schedule's first run was running at that moment (CANCEL_NEW): then
+        # that one, run by the same worker, is the recheck that completed.
+        assert dispatched["state"] in {"COMPLETED", "CANCELLED"}, worker_log.read_text()[-3000:]
+        if dispatched["state"] == "COMPLETED":
+            assert done["report"]["audited"] == ["load", "summarise", "publish"]
+        completed = {"flow_runs": {"state": {"type": {"any_": ["COMPLETED"]}}}}
+        ran = wait_for("a recheck the worker ran", lambda: flow_runs(prefect_api, [recheck["id"]], **completed))
+        assert all(r["work_pool_name"] == "east-pool" for r in ran)
+    finally:
+        os.killpg(worker.pid, signal.SIGTERM)
+        try:
+            worker.wait(60)
+        except subprocess.TimeoutExpired:
+            os.killpg(worker.pid, signal.SIGKILL)
+            worker.wait(10)
+
+
 @pytest.fixture(scope="module")
 def two(prefect_api: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[dict[str, str], Served, Served]]:
     where = tmp_path_factory.mktemp("projects")
@@ -134,52 +183,6 @@ def test_a_scheduled_recheck_disproves_one_project_and_repair_and_resume_rerun_o
     assert untouched["plan"]["states"] == {"load": "done", "summarise": "done", "publish": "done"}
     south_plan = deployments(prefect_api)[f"contextmesh-plan/{south.name}"]["id"]
     assert flow_runs(prefect_api, [south_plan]) == [], "the other project's plan deployment never ran"
-
-
-def test_deploy_registers_on_a_process_pool_and_a_worker_runs_a_dispatched_recheck(
-    prefect_api: str, tmp_path: Path
-) -> None:
-    env = project_env(prefect_api, tmp_path / "home")
-    root = init_project(env, tmp_path, "east-sales", 3600)
-    toml = root / "contextmesh.toml"
-    toml.write_text(toml.read_text().replace('work_pool = "contextmesh"', 'work_pool = "east-pool"'))
-    cm(env, "run", "--project", str(root))
-    deployed = cm(env, "deploy", "--project", str(root))
-    assert deployed["work_pool"] == "east-pool" and len(deployed["deployment_ids"]) == 3
-    name = deployed["deployments"]["recheck"]
-    recheck = deployments(prefect_api)[name]
-    assert recheck["work_pool_name"] == "east-pool"
-    assert min(s["schedule"]["interval"] for s in recheck["schedules"]) == 3600.0
-    pool = httpx_get(prefect_api, "/work_pools/east-pool")
-    assert pool["type"] == "process"
-    worker_log = tmp_path / "worker.log"
-    with worker_log.open("wb") as out:
-        worker = subprocess.Popen(
-            [sys.executable, "-m", "prefect", "worker", "start", "--pool", "east-pool", "--type", "process"],
-            env={**env, "PREFECT_WORKER_QUERY_SECONDS": "2"},
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-    try:
-        done = cm(env, "recheck", "--project", str(root), "--deployment", "--wait", "240", timeout=400)
-        dispatched = done["dispatched"]
-        assert dispatched["deployment"] == name, dispatched
-        # CANCELLED only when the schedule's first run was running at that moment (CANCEL_NEW): then
-        # that one, run by the same worker, is the recheck that completed.
-        assert dispatched["state"] in {"COMPLETED", "CANCELLED"}, worker_log.read_text()[-3000:]
-        if dispatched["state"] == "COMPLETED":
-            assert done["report"]["audited"] == ["load", "summarise", "publish"]
-        completed = {"flow_runs": {"state": {"type": {"any_": ["COMPLETED"]}}}}
-        ran = wait_for("a recheck the worker ran", lambda: flow_runs(prefect_api, [recheck["id"]], **completed))
-        assert all(r["work_pool_name"] == "east-pool" for r in ran)
-    finally:
-        os.killpg(worker.pid, signal.SIGTERM)
-        try:
-            worker.wait(60)
-        except subprocess.TimeoutExpired:
-            os.killpg(worker.pid, signal.SIGKILL)
-            worker.wait(10)
 
 
 def test_an_agent_on_a_served_project_has_its_resume_run_by_the_projects_deployment(
