@@ -52,13 +52,7 @@ def fast_edge_columns(graph: ContextGraph, columns: EdgeColumns) -> bool:
         return False
     if not (counts(builds, graph.build) and counts(traversals) and only(invalidated, bool) and only(ids, str)):
         return False
-    sources = list(map(nodes.__getitem__, srcs))
-    targets = list(map(nodes.__getitem__, dsts))
-    if any(map(operator.is_, sources, targets)):  # G43: no self edge
-        return False
-    legal = {(t, a, b) for t, pairs in graph._legal.items() for a, b in pairs}
-    node_type = operator.attrgetter("type")
-    if not all(map(legal.__contains__, zip(types, map(node_type, sources), map(node_type, targets), strict=True))):
+    if not _legal_pairs(graph, nodes, srcs, types, dsts):
         return False
     node_ids = [node.id for node in nodes]
     tails = _ids_derived(graph, ids, node_ids, srcs, types, dsts)
@@ -84,6 +78,22 @@ def fast_edge_columns(graph: ContextGraph, columns: EdgeColumns) -> bool:
         for row in compress(range(len(ids)), map(operator.is_not, bound, repeat(None))):
             graph._bound.setdefault(assumptions[row], []).append(ids[row])  # type: ignore[arg-type]
     return True
+
+
+def _legal_pairs(graph: ContextGraph, nodes: list[Any], srcs: list[int], types: list[str], dsts: list[int]) -> bool:
+    """G43 (no self edge: two equal indices) and G42 (a pair the type allows) for every edge, each
+    edge's type and endpoint types one integer, so no tuple is built and no record read an edge."""
+    if any(map(operator.eq, srcs, dsts)):
+        return False
+    kinds = {t: i for i, t in enumerate(dict.fromkeys([*graph.ontology.node_types, *(n.type for n in nodes)]))}
+    width = len(kinds)
+    number = {edge_type: index for index, edge_type in enumerate(graph._legal)}
+    allowed = {(number[t] * width + kinds[a]) * width + kinds[b] for t, pairs in graph._legal.items() for a, b in pairs}
+    node_kind = list(map(kinds.__getitem__, map(operator.attrgetter("type"), nodes)))
+    typed = map(operator.mul, map(number.__getitem__, types), repeat(width))
+    with_source = map(operator.mul, map(operator.add, typed, map(node_kind.__getitem__, srcs)), repeat(width))
+    codes = map(operator.add, with_source, map(node_kind.__getitem__, dsts))
+    return all(map(allowed.__contains__, codes))
 
 
 def _unique(
