@@ -3,9 +3,10 @@
 Records and each node's adjacency lists keep insertion order: networkx groups parallel edges by
 neighbour and moves a re-added edge, and a ``MultiDiGraph`` beside the records cost more memory
 than they do, so one is built only on demand (:attr:`ContextGraph.nx`, ADR 0015). Records are
-compact: slotted (edges too, not rows of columns: a walk reads an edge's fields millions of times,
-ADR 0021), type names interned, vectors in one :class:`~contextmesh.core.vectors.VectorStore`, and
-an edge found by its derived id rather than through a second index of endpoint triples.
+compact: slotted, type names interned, vectors in one :class:`~contextmesh.core.vectors.VectorStore`,
+an edge found by its derived id rather than through a second index of endpoint triples; a loaded
+file's edges stay checked columns until a record is asked for (:mod:`~contextmesh.core.edge_table`,
+ADR 0038), and a node's adjacency is gathered from them then (:mod:`~contextmesh.core.graph_adjacency`).
 
 Invariants (each tested in ``tests/core/test_graph.py``; the rules behind 1, 2 and 5 are the
 functions of :mod:`contextmesh.core.graph_rules`, applied here on every write):
@@ -31,7 +32,9 @@ from pydantic import JsonValue
 from contextmesh.core import graph_rules, vectors
 from contextmesh.core.canonical import ensure_canonical
 from contextmesh.core.edge_ids import EdgeIds
+from contextmesh.core.edge_table import EdgeTable
 from contextmesh.core.errors import IdentityError, NotFoundError, OntologyError
+from contextmesh.core.graph_adjacency import Adjacency
 from contextmesh.core.graph_changes import GraphChanges
 from contextmesh.core.graph_rules import check_edge, check_evidence, check_must_carry, check_node_type, check_not_frozen
 from contextmesh.core.ids import slug
@@ -42,14 +45,14 @@ from contextmesh.core.vectors import VectorStore
 __all__ = ["ContextGraph"]
 
 
-class ContextGraph:
+class ContextGraph(Adjacency):
     """A typed context graph. Every write is checked against :attr:`ontology`."""
 
     def __init__(self, ontology: Ontology = ONTOLOGY) -> None:
         self.ontology = ontology
         self.build = 0
         self.nodes: dict[str, NodeRecord] = {}
-        self.edges: dict[str, EdgeRecord] = {}
+        self.edges = EdgeTable()  # a loaded file's edges as checked columns, records on demand (ADR 0038)
         self.assumptions: dict[str, AssumptionRecord] = {}
         # Built on first use (see ``nx``): a load or a bulk build that never runs an algorithm
         # should not pay for it; at 500,000 edges it was the largest single cost of a load.
@@ -136,36 +139,6 @@ class ContextGraph:
     def edge_is_live(self, edge: EdgeRecord) -> bool:
         """True when the edge is not invalidated and both endpoints are live."""
         return edge.live and self.is_live(edge.src) and self.is_live(edge.dst)
-
-    def out_edges(
-        self, node_id: str, types: Iterable[str] | None = None, *, live_only: bool = True
-    ) -> list[EdgeRecord]:
-        """Edges leaving ``node_id`` in insertion order, optionally only of ``types`` and live."""
-        node = self.nodes.get(node_id)
-        return [] if node is None else self._adjacent(node._out, types, live_only)
-
-    def in_edges(self, node_id: str, types: Iterable[str] | None = None, *, live_only: bool = True) -> list[EdgeRecord]:
-        """Edges entering ``node_id`` in insertion order, optionally only of ``types`` and live."""
-        node = self.nodes.get(node_id)
-        return [] if node is None else self._adjacent(node._in, types, live_only)
-
-    def _adjacent(self, edges: list[EdgeRecord], types: Iterable[str] | None, live_only: bool) -> list[EdgeRecord]:
-        wanted = None if types is None else frozenset(types)
-        if wanted is None and not live_only:
-            return list(edges)
-        result = []
-        for edge in edges:
-            if wanted is not None and edge.type not in wanted:
-                continue
-            if live_only and not self.edge_is_live(edge):
-                continue
-            result.append(edge)
-        return result
-
-    def degree(self, node_id: str) -> int:
-        """Raw number of edges touching the node, live or not."""
-        node = self.nodes.get(node_id)
-        return 0 if node is None else len(node._out) + len(node._in)
 
     def by_type(self, node_type: str, *, live_only: bool = True) -> list[NodeRecord]:
         """Nodes of one type in insertion order."""
@@ -366,8 +339,8 @@ class ContextGraph:
     ) -> None:
         """Take a new edge in; ``source`` and ``target``, when a write has them, spare two look-ups."""
         self.edges[record.id] = record
-        (source or self.nodes[record.src])._out.append(record)
-        (target or self.nodes[record.dst])._in.append(record)
+        self._outs(source or self.nodes[record.src]).append(record)
+        self._ins(target or self.nodes[record.dst]).append(record)
         record._seq = self._next_seq
         self._next_seq += 1
         if self._nx is not None:
@@ -482,8 +455,8 @@ class ContextGraph:
             edge = self.edges.pop(eid, None)
             if edge is None:
                 continue
-            self.nodes[edge.src]._out.remove(edge)
-            self.nodes[edge.dst]._in.remove(edge)
+            self._outs(self.nodes[edge.src]).remove(edge)
+            self._ins(self.nodes[edge.dst]).remove(edge)
             if self._nx is not None:
                 self._nx.remove_edge(edge.src, edge.dst, key=eid)
         for nid in node_ids:

@@ -17,6 +17,7 @@ import operator
 from collections import deque
 from collections.abc import Sequence
 from itertools import compress, repeat
+from typing import Any
 
 from contextmesh.core.edge_ids import node_part
 from contextmesh.core.graph import ContextGraph
@@ -46,8 +47,12 @@ def add_new_edges(
     edges, sources, targets = records
     graph.edges.update(zip(map(operator.attrgetter("id"), edges), edges, strict=True))
     graph._next_seq += len(edges)
-    deque(map(list.append, map(operator.attrgetter("_out"), sources), edges), maxlen=0)
-    deque(map(list.append, map(operator.attrgetter("_in"), targets), edges), maxlen=0)
+    # A loaded graph's nodes gather their loaded edges first (ADR 0038); a built one's lists are there.
+    gathered = graph.edges.has_columns
+    outs = map(graph._outs, sources) if gathered else map(operator.attrgetter("_out"), sources)
+    ins = map(graph._ins, targets) if gathered else map(operator.attrgetter("_in"), targets)
+    deque(map(list.append, outs, edges), maxlen=0)
+    deque(map(list.append, ins, edges), maxlen=0)
 
 
 def _checked_records(
@@ -64,7 +69,8 @@ def _checked_records(
     nodes = graph.nodes
     sources: list[NodeRecord | None] = list(map(nodes.get, srcs))
     targets: list[NodeRecord | None] = list(map(nodes.get, dsts))
-    if None in sources or None in targets or any(map(operator.is_, sources, targets)):
+    # ``all``, not ``None in``: a record's own ``__eq__`` is Python, called once an element.
+    if not (all(sources) and all(targets)) or any(map(operator.is_, sources, targets)):
         return None
     kinds = operator.attrgetter("type")
     legal = {(t, a, b) for t, pairs in graph._legal.items() for a, b in pairs}
@@ -107,8 +113,8 @@ def _checked_records(
 def _ids(graph: ContextGraph, sources: list[NodeRecord], types: Sequence[str], targets: list[NodeRecord]) -> list[str]:
     """Each edge's id (``EdgeIds.of``): a long source's head, else the body its type and target reach."""
     type_parts = graph._ids.type_parts
-    src_parts = list(map(node_part, sources))
-    dst_parts = list(map(node_part, targets))
+    src_parts = _parts(sources)
+    dst_parts = _parts(targets)
     heads: list[str | None] = list(map(operator.itemgetter(2), src_parts))
     for index in [i for i, head in enumerate(heads) if head is None]:
         src_fold, src_tail, _ = src_parts[index]
@@ -116,3 +122,12 @@ def _ids(graph: ContextGraph, sources: list[NodeRecord], types: Sequence[str], t
         heads[index] = EDGE_ID.format(body, src_tail, "", "")
     tails = map(operator.itemgetter(1), map(type_parts.__getitem__, types))
     return list(map(operator.add, map(operator.add, heads, tails), map(operator.itemgetter(1), dst_parts)))
+
+
+def _parts(nodes: list[NodeRecord]) -> list[tuple[str, str, str | None]]:
+    """Each node's ``node_part``: read from the record, computed (once) only where it is missing."""
+    parts: list[Any] = list(map(operator.attrgetter("_part"), nodes))
+    if None in parts:  # tuples and None: compared in C
+        for index in [i for i, part in enumerate(parts) if part is None]:
+            parts[index] = node_part(nodes[index])
+    return parts

@@ -233,8 +233,8 @@ class NodeRecord(_SlottedRecord, schema=NodeSchema):
     invalidated: bool
     _vectors: VectorStore | None
     _seq: int
-    _out: list[EdgeRecord]
-    _in: list[EdgeRecord]
+    _out: list[EdgeRecord] | None  # None: not yet gathered from a loaded graph's edge table (ADR 0038)
+    _in: list[EdgeRecord] | None
     _part: tuple[str, str, str | None] | None
 
     def __init__(

@@ -1,6 +1,6 @@
 """The loader's pass over a parted file's edge columns (ADR 0034): every edge rule of
-``docs/formats/graph-v3.md`` checked column by column, then the edges built straight from the
-columns, without re-validation.
+``docs/formats/graph-v3.md`` checked column by column, then the checked columns handed to the
+graph's edge table, which builds a record when it is first asked for (ADR 0038).
 
 The columns were checked as they were parsed (G58-G60: ten arrays of one length, endpoints,
 evidence and bound assumption as node indices within the node list), so an endpoint is a list
@@ -13,15 +13,15 @@ stand for, which names the first problem in the page's order.
 from __future__ import annotations
 
 import operator
-from collections import deque
 from collections.abc import Iterator, Sequence
 from itertools import compress, repeat
 from typing import Any
 
 from contextmesh.core.canonical import text_hashes
+from contextmesh.core.edge_table import EdgeColumnsKept
 from contextmesh.core.graph import ContextGraph
 from contextmesh.core.ids import EDGE_ID, NODE_TAIL, TYPE_TAIL, fold, long_body
-from contextmesh.core.model import EdgeRecord, EdgeSchema
+from contextmesh.core.model import EdgeSchema
 from contextmesh.formats.graph_columns import INFINITY, counts, only
 from contextmesh.formats.graph_edge_parts import EdgeColumns
 
@@ -52,40 +52,62 @@ def fast_edge_columns(graph: ContextGraph, columns: EdgeColumns) -> bool:
         return False
     if not (counts(builds, graph.build) and counts(traversals) and only(invalidated, bool) and only(ids, str)):
         return False
-    sources = list(map(nodes.__getitem__, srcs))
-    targets = list(map(nodes.__getitem__, dsts))
-    if any(map(operator.is_, sources, targets)):  # G43: no self edge
-        return False
-    legal = {(t, a, b) for t, pairs in graph._legal.items() for a, b in pairs}
-    node_type = operator.attrgetter("type")
-    if not all(map(legal.__contains__, zip(types, map(node_type, sources), map(node_type, targets), strict=True))):
+    if not _legal_pairs(graph, nodes, srcs, types, dsts):
         return False
     node_ids = [node.id for node in nodes]
-    if not _ids_derived(graph, ids, node_ids, srcs, types, dsts):
+    tails = _ids_derived(graph, ids, node_ids, srcs, types, dsts)
+    if tails is None or not _unique(graph, ids, srcs, types, dsts, tails):
         return False
     evidence_ids = _indexed_evidence(node_ids, evidence)
     assumption_of: dict[int | None, str | None] = {None: None}
     assumption_of.update((i, node_ids[i]) for i in set(bound) - {None})
     if evidence_ids is None or not set(assumption_of.values()) - {None} <= graph.assumptions.keys():
         return False
-    start = graph._next_seq
-    records = list(
-        map(
-            EdgeRecord,
-            ids,
-            map(node_ids.__getitem__, srcs),
-            map(node_ids.__getitem__, dsts),
-            types,
-            evidence_ids,
-            map(operator.add, weights, repeat(0.0)),  # new objects: kept as parsed, they pin its memory
-            map(operator.add, builds, repeat(0)),
-            map(assumption_of.__getitem__, bound),
-            map(operator.add, traversals, repeat(0)),
-            invalidated,
-            range(start, start + len(ids)),
-        )
-    )
-    return _stored(graph, ids, records, sources, targets, bound)
+    if graph.edges:  # the columns are adopted only by an empty table
+        return False
+    assumptions = None if len(assumption_of) == 1 else list(map(assumption_of.__getitem__, bound))
+    kept = EdgeColumnsKept(
+        node_ids, ids, srcs, dsts, types, evidence_ids, weights, builds, assumptions, traversals, invalidated,
+        graph._next_seq,
+    )  # fmt: skip
+    graph.edges.adopt(kept)  # records are built when asked for (ADR 0038)
+    graph._next_seq += len(ids)
+    for node in nodes:  # each node gathers its loaded edges from the table when first asked
+        node._out = node._in = None
+    if assumptions is not None:
+        for row in compress(range(len(ids)), map(operator.is_not, bound, repeat(None))):
+            graph._bound.setdefault(assumptions[row], []).append(ids[row])  # type: ignore[arg-type]
+    return True
+
+
+def _legal_pairs(graph: ContextGraph, nodes: list[Any], srcs: list[int], types: list[str], dsts: list[int]) -> bool:
+    """G43 (no self edge: two equal indices) and G42 (a pair the type allows) for every edge, each
+    edge's type and endpoint types one integer, so no tuple is built and no record read an edge."""
+    if any(map(operator.eq, srcs, dsts)):
+        return False
+    kinds = {t: i for i, t in enumerate(dict.fromkeys([*graph.ontology.node_types, *(n.type for n in nodes)]))}
+    width = len(kinds)
+    number = {edge_type: index for index, edge_type in enumerate(graph._legal)}
+    allowed = {(number[t] * width + kinds[a]) * width + kinds[b] for t, pairs in graph._legal.items() for a, b in pairs}
+    node_kind = list(map(kinds.__getitem__, map(operator.attrgetter("type"), nodes)))
+    typed = map(operator.mul, map(number.__getitem__, types), repeat(width))
+    with_source = map(operator.mul, map(operator.add, typed, map(node_kind.__getitem__, srcs)), repeat(width))
+    codes = map(operator.add, with_source, map(node_kind.__getitem__, dsts))
+    return all(map(allowed.__contains__, codes))
+
+
+def _unique(
+    graph: ContextGraph, ids: list[str], srcs: list[int], types: list[str], dsts: list[int], tails: list[str]
+) -> bool:
+    """G40 without hashing 500,000 id strings: every id is the one its triple derives (G44) and ends
+    in its source's, type's and target's fixed-length tails, so when no two nodes share a tail, ids
+    are unique exactly when triples are, and a triple is one integer (ADR 0038)."""
+    if len(set(tails)) != len(tails):
+        return len(set(ids)) == len(ids)
+    kinds = {edge_type: index for index, edge_type in enumerate(graph._ids.type_parts)}
+    pairs = map(operator.add, map(operator.mul, srcs, repeat(len(tails))), dsts)
+    keys = map(operator.add, map(operator.mul, pairs, repeat(len(kinds))), map(kinds.__getitem__, types))
+    return len(set(keys)) == len(ids)
 
 
 def _ids_derived(
@@ -95,9 +117,10 @@ def _ids_derived(
     srcs: list[int],
     types: list[str],
     dsts: list[int],
-) -> bool:
+) -> list[str] | None:
     """G44 for every edge: its id is ``<source's head><type's tail><target's tail>`` (ADR 0021),
-    tested with ``startswith``/``endswith`` and lengths, so no id is built to be compared."""
+    tested with ``startswith``/``endswith`` and lengths, so no id is built to be compared. Returns
+    each node's tail (``None`` when an id is not the derived one)."""
     folds = list(map(fold, node_ids))
     tails = text_hashes(node_ids, NODE_TAIL)
     heads = [
@@ -111,12 +134,13 @@ def _ids_derived(
         src_heads[index] = head
     type_tails = {t: part[1] for t, part in graph._ids.type_parts.items()}
     lengths = map(operator.add, map(len, src_heads), repeat(TYPE_TAIL + NODE_TAIL))
-    return (
+    derived = (
         all(map(operator.eq, map(len, ids), lengths))
         and all(map(str.startswith, ids, src_heads))
         and all(map(str.startswith, ids, map(type_tails.__getitem__, types), map(len, src_heads)))
         and all(map(str.endswith, ids, map(tails.__getitem__, dsts)))
     )
+    return tails if derived else None
 
 
 def _short_heads(
@@ -147,27 +171,3 @@ def _indexed_evidence(node_ids: list[str], column: Sequence[list[int]]) -> list[
             return None
         out[index] = tuple(map(node_ids.__getitem__, named))
     return out
-
-
-def _stored(
-    graph: ContextGraph,
-    ids: list[str],
-    records: list[EdgeRecord],
-    sources: list[Any],
-    targets: list[Any],
-    bound: list[int | None],
-) -> bool:
-    """Store built edges, adjacency in bulk; ``False``, storing nothing, when two share an id (G40)."""
-    by_id = dict(zip(ids, records, strict=True))
-    if len(by_id) != len(records) or not by_id.keys().isdisjoint(graph.edges):
-        return False
-    # A copy, not ``by_id`` itself: a dict grown one insertion at a time ends up to twice the size
-    # of one copied whole (0.2 KB a node at 500,000 edges); the copy costs a few hundredths of a second.
-    graph.edges.update(by_id)
-    graph._next_seq += len(records)
-    out_of, in_of = operator.attrgetter("_out"), operator.attrgetter("_in")
-    deque(map(list.append, map(out_of, sources), records), maxlen=0)
-    deque(map(list.append, map(in_of, targets), records), maxlen=0)
-    for record in compress(records, map(operator.is_not, bound, repeat(None))):
-        graph._bound.setdefault(record.assumption_id, []).append(record.id)  # type: ignore[arg-type]
-    return True

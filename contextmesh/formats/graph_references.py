@@ -42,14 +42,7 @@ def check_cross_references(graph: ContextGraph) -> None:
                 raise SnapshotError(
                     f"{path}.evidence_ids[{position}]", repr(evidence), "evidence ids name evidence nodes"
                 )
-    for index, edge in enumerate(graph.edges.values()):
-        bound = graph.assumptions.get(edge.assumption_id) if edge.assumption_id else None
-        if bound is not None and bound.status == "rejected" and not edge.invalidated:
-            raise SnapshotError(
-                f"edges[{index}].invalidated",
-                "false on an edge bound to the rejected assumption " + repr(bound.id),
-                "an edge bound to a rejected assumption has fallen with it",
-            )
+    _check_fallen(graph)
     for index, node in enumerate(graph.nodes.values()):
         if node.provenance is not None:
             cited = graph.nodes.get(node.provenance.source_id)
@@ -82,3 +75,24 @@ def check_cross_references(graph: ContextGraph) -> None:
             raise SnapshotError(
                 f"{path}.attrs.decision_identity", repr(identity), "a decision is either 'explicit' or 'auto'"
             )
+
+
+def _check_fallen(graph: ContextGraph) -> None:
+    """An edge bound to a rejected assumption has fallen with it; only bound edges are read, so a
+    loaded graph's other edges stay columns (ADR 0038). The first in file order is named."""
+    standing = [
+        (edge_id, aid)
+        for aid, record in graph.assumptions.items()
+        if record.status == "rejected"
+        for edge_id in graph._bound.get(aid, ())
+        if not graph.edges[edge_id].invalidated
+    ]
+    if not standing:
+        return
+    position = {edge_id: index for index, edge_id in enumerate(graph.edges)}  # the error path only
+    edge_id, aid = min(standing, key=lambda pair: position[pair[0]])
+    raise SnapshotError(
+        f"edges[{position[edge_id]}].invalidated",
+        "false on an edge bound to the rejected assumption " + repr(aid),
+        "an edge bound to a rejected assumption has fallen with it",
+    )

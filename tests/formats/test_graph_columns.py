@@ -86,7 +86,16 @@ def _dump(name: str, graph: ContextGraph) -> bytes:
 def _shape(graph: ContextGraph) -> list[Any]:
     """What a load builds beyond the bytes: adjacency in order, sequence numbers, vectors, bindings."""
     return [
-        [(n.id, n._seq, n.embedding, [e.id for e in n._out], [e.id for e in n._in]) for n in graph.nodes.values()],
+        [
+            (
+                n.id,
+                n._seq,
+                n.embedding,
+                [e.id for e in graph.out_edges(n.id, live_only=False)],
+                [e.id for e in graph.in_edges(n.id, live_only=False)],
+            )
+            for n in graph.nodes.values()
+        ],
         [(e.id, e._seq, e.src, e.dst, e.evidence_ids) for e in graph.edges.values()],
         sorted(graph._bound.items()),
         graph._next_seq,
