@@ -29,6 +29,29 @@ def post(api: str, path: str, body: dict[str, Any]) -> Any:
     return response.json()
 
 
+def pause_schedules(api: str, deployment_id: str) -> None:
+    """Pause a deployment's schedules once no later test of its module needs a scheduled run.
+
+    A served project's recheck every 1-4 s keeps its serve process and the shared server busy for as
+    long as the module fixture lives, which is to the module's end (ADR 0040). Prefect deletes the
+    deployment's pre-created ``Scheduled`` runs; runs asked for by name (``recheck``, a trigger)
+    still run, and ``serve`` pauses the schedules itself when it stops.
+    """
+    response = httpx.post(f"{api}/deployments/{deployment_id}/pause_deployment", timeout=10.0)
+    response.raise_for_status()
+
+
+def resume_schedules(api: str, deployment_id: str) -> None:
+    """Resume a deployment paused by :func:`pause_schedules` for a test that reads a scheduled run.
+
+    Prefect's scheduler service tops a resumed deployment's runs up only on its next loop (a minute
+    by default), so the runs a schedule would have pre-created are asked for now, from this moment.
+    """
+    for action, body in (("resume_deployment", None), ("schedule", {})):
+        response = httpx.post(f"{api}/deployments/{deployment_id}/{action}", json=body, timeout=10.0)
+        response.raise_for_status()
+
+
 def task_runs(api: str, flow_run_id: str, expected: int, *, timeout: float = 30.0) -> list[dict[str, Any]]:
     """Every terminal task run of a flow run, once the server has recorded ``expected`` of them."""
     body = {"flow_runs": {"id": {"any_": [flow_run_id]}}, "task_runs": {"state": {"type": {"any_": TERMINAL}}}}
