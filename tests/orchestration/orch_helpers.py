@@ -37,8 +37,7 @@ def pause_schedules(api: str, deployment_id: str) -> None:
     deployment's pre-created ``Scheduled`` runs; runs asked for by name (``recheck``, a trigger)
     still run, and ``serve`` pauses the schedules itself when it stops.
     """
-    response = httpx.post(f"{api}/deployments/{deployment_id}/pause_deployment", timeout=10.0)
-    response.raise_for_status()
+    _deployment_action(api, deployment_id, "pause_deployment", None)
 
 
 def resume_schedules(api: str, deployment_id: str) -> None:
@@ -47,9 +46,19 @@ def resume_schedules(api: str, deployment_id: str) -> None:
     Prefect's scheduler service tops a resumed deployment's runs up only on its next loop (a minute
     by default), so the runs a schedule would have pre-created are asked for now, from this moment.
     """
-    for action, body in (("resume_deployment", None), ("schedule", {})):
+    _deployment_action(api, deployment_id, "resume_deployment", None)
+    _deployment_action(api, deployment_id, "schedule", {})
+
+
+def _deployment_action(api: str, deployment_id: str, action: str, body: dict[str, Any] | None) -> None:
+    """POST one of these idempotent actions, retrying a 503 as Prefect's own client does: the server
+    answers a retryable database error (SQLite's "database is locked") with 503, seen under load."""
+    for attempt in range(1, 7):
         response = httpx.post(f"{api}/deployments/{deployment_id}/{action}", json=body, timeout=10.0)
-        response.raise_for_status()
+        if response.status_code != 503 or attempt == 6:
+            response.raise_for_status()
+            return
+        time.sleep(attempt)
 
 
 def task_runs(api: str, flow_run_id: str, expected: int, *, timeout: float = 30.0) -> list[dict[str, Any]]:
