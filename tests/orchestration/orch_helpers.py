@@ -29,6 +29,38 @@ def post(api: str, path: str, body: dict[str, Any]) -> Any:
     return response.json()
 
 
+def pause_schedules(api: str, deployment_id: str) -> None:
+    """Pause a deployment's schedules once no later test of its module needs a scheduled run.
+
+    A served project's recheck every 1-4 s keeps its serve process and the shared server busy for as
+    long as the module fixture lives, which is to the module's end (ADR 0040). Prefect deletes the
+    deployment's pre-created ``Scheduled`` runs; runs asked for by name (``recheck``, a trigger)
+    still run, and ``serve`` pauses the schedules itself when it stops.
+    """
+    _deployment_action(api, deployment_id, "pause_deployment", None)
+
+
+def resume_schedules(api: str, deployment_id: str) -> None:
+    """Resume a deployment paused by :func:`pause_schedules` for a test that reads a scheduled run.
+
+    Prefect's scheduler service tops a resumed deployment's runs up only on its next loop (a minute
+    by default), so the runs a schedule would have pre-created are asked for now, from this moment.
+    """
+    _deployment_action(api, deployment_id, "resume_deployment", None)
+    _deployment_action(api, deployment_id, "schedule", {})
+
+
+def _deployment_action(api: str, deployment_id: str, action: str, body: dict[str, Any] | None) -> None:
+    """POST one of these idempotent actions, retrying a 503 as Prefect's own client does: the server
+    answers a retryable database error (SQLite's "database is locked") with 503, seen under load."""
+    for attempt in range(1, 7):
+        response = httpx.post(f"{api}/deployments/{deployment_id}/{action}", json=body, timeout=10.0)
+        if response.status_code != 503 or attempt == 6:
+            response.raise_for_status()
+            return
+        time.sleep(attempt)
+
+
 def task_runs(api: str, flow_run_id: str, expected: int, *, timeout: float = 30.0) -> list[dict[str, Any]]:
     """Every terminal task run of a flow run, once the server has recorded ``expected`` of them."""
     body = {"flow_runs": {"id": {"any_": [flow_run_id]}}, "task_runs": {"state": {"type": {"any_": TERMINAL}}}}

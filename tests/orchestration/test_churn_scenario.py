@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from orch_helpers import by_role, task_runs
+from orch_helpers import by_role, pause_schedules, resume_schedules, task_runs
 from project_helpers import Served, cm, deployments, flow_runs, init_project, project_env, serve, stop, wait_for
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
@@ -42,9 +42,15 @@ def churn(prefect_api: str, tmp_path_factory: pytest.TempPathFactory) -> Iterato
     assert first["executor"] == "prefect" and first["flow_run"]["url"].endswith(first["flow_run"]["flow_run_id"])
     served = serve(env, root)
     try:
+        # Only the scheduled-recheck test reads the 4 s schedule; it resumes it (ADR 0040).
+        pause_schedules(prefect_api, _recheck_id(prefect_api, served))
         yield env, served
     finally:
         stop(served)
+
+
+def _recheck_id(api: str, served: Served) -> str:
+    return str(deployments(api)[f"contextmesh-recheck/{served.name}"]["id"])
 
 
 def test_every_command_reads_the_churn_project_under_json(churn: tuple[dict[str, str], Served]) -> None:
@@ -69,6 +75,7 @@ def test_a_scheduled_recheck_disproves_the_quota_and_resume_reruns_exactly_the_s
 ) -> None:
     env, served = churn
     at = ["--project", str(served.root)]
+    resume_schedules(prefect_api, _recheck_id(prefect_api, served))
     world = served.root / "world.json"
     world.write_text(world.read_text().replace('"gpu_quota": 8', '"gpu_quota": 4'))
     added = cm(env, "evidence", "add", "Cloud Ops cut the quota to 4 GPUs", "--source", "ticket:OPS-4411", *at)
@@ -80,6 +87,9 @@ def test_a_scheduled_recheck_disproves_the_quota_and_resume_reruns_exactly_the_s
         return flow_runs(prefect_api, [plan_id], **tagged)
 
     wait_for("the resume the quota's disproof starts", resumed_by_recheck, timeout=240)
+    # The scheduled recheck has done its part; the rest of the module asks for its runs by name, so the
+    # 4 s schedule stops here instead of at the module's end (ADR 0040).
+    pause_schedules(prefect_api, _recheck_id(prefect_api, served))
     shown = cm(env, "session", "show", *at)
     assert {t for t, state in shown["plan"]["states"].items() if state == "stale"} == set(STALE)
 

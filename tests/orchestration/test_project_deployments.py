@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from orch_helpers import by_role, task_runs
+from orch_helpers import by_role, pause_schedules, task_runs
 from project_helpers import (
     Served,
     cm,
@@ -183,6 +183,11 @@ def test_a_scheduled_recheck_disproves_one_project_and_repair_and_resume_rerun_o
     assert untouched["plan"]["states"] == {"load": "done", "summarise": "done", "publish": "done"}
     south_plan = deployments(prefect_api)[f"contextmesh-plan/{south.name}"]["id"]
     assert flow_runs(prefect_api, [south_plan]) == [], "the other project's plan deployment never ran"
+    # The module's last reader of a scheduled recheck: both projects' 4 s schedules stop here, not at
+    # the module's end (ADR 0040); the agent's resume below is asked for by name.
+    found = deployments(prefect_api)
+    for served in (north, south):
+        pause_schedules(prefect_api, found[f"contextmesh-recheck/{served.name}"]["id"])
 
 
 def test_an_agent_on_a_served_project_has_its_resume_run_by_the_projects_deployment(

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from orch_helpers import artifacts, events, flow_run, post, task_runs
+from orch_helpers import artifacts, events, flow_run, pause_schedules, post, task_runs
 
 from contextmesh.cli import main
 from contextmesh.core.canonical import loads
@@ -186,6 +186,15 @@ def test_the_same_disproof_triggered_again_lands_on_the_same_resume(serving: Ser
     seen = _completed_rechecks(api)
     _wait_for("another completed recheck", lambda: _completed_rechecks(api) > seen, timeout=90)
     assert [r["id"] for r in _resumes(api, serving.session_id)] == [disproof["id"]], "one disproof, one resume"
+    # No later test needs a scheduled recheck (the disproof fixture has run; the rest ask for theirs):
+    # stop the 4 s schedule rather than let it run to the module's end (ADR 0040).
+    pause_schedules(api, _recheck_deployment_id(api))
+
+
+def _recheck_deployment_id(api: str) -> str:
+    found = post(api, "/deployments/filter", {"flows": {"name": {"any_": ["contextmesh-recheck"]}}, "limit": 10})
+    (deployment,) = [d for d in found if d["name"] == "recheck"]
+    return str(deployment["id"])
 
 
 def test_repair_and_resume_dispatch_to_the_deployment_and_rerun_only_the_stale_closure(
