@@ -434,7 +434,11 @@ class ContextGraph(Adjacency):
 
     def subgraph(self, keep: Iterable[str]) -> ContextGraph:
         """A copy holding only the ``keep`` nodes, the edges between them and their assumption
-        records, in the same insertion order, with every flag and counter as it is here."""
+        records, in the same insertion order, with every flag and counter as it is here.
+
+        A kept edge names only kept nodes: evidence ids of dropped nodes are left out and a binding
+        to a dropped assumption is cleared, so the copy is a graph that saves and loads (G46).
+        """
         wanted = set(keep)
         copy = ContextGraph(self.ontology)
         copy.build = self.build
@@ -443,7 +447,12 @@ class ContextGraph(Adjacency):
                 copy._store_node(node.model_copy(deep=True))
         for edge in self.edges.values():
             if edge.src in wanted and edge.dst in wanted:
-                copy._store_edge(edge.model_copy())  # every field of an edge is immutable or a scalar
+                update: dict[str, object] = {}
+                if any(e not in wanted for e in edge.evidence_ids):
+                    update["evidence_ids"] = tuple(e for e in edge.evidence_ids if e in wanted)
+                if edge.assumption_id is not None and edge.assumption_id not in wanted:
+                    update["assumption_id"] = None
+                copy._store_edge(edge.model_copy(update=update))  # every field is immutable or a scalar
         for assumption_id, record in self.assumptions.items():
             if assumption_id in wanted:
                 copy.assumptions[assumption_id] = record.model_copy()

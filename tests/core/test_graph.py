@@ -109,6 +109,25 @@ def test_an_evidence_id_that_names_no_node_is_refused_and_nothing_changes(graph:
     assert load_graph(dump_graph(graph)).edges[edge.id].evidence_ids == (seen.id,)
 
 
+def test_a_subgraph_keeps_no_evidence_id_or_binding_that_names_a_node_it_dropped(graph: ContextGraph) -> None:
+    # The temporal projection (as_of) is a subgraph without the later nodes; an edge it keeps must
+    # not name later evidence or bind a later assumption, or the copy is a graph that no longer
+    # loads (graph-v3 G46) and whose edges claim support from what did not exist yet.
+    from contextmesh.formats.graph_file import dump_graph, load_graph
+
+    doc, thing = source(graph), entity(graph)
+    early, late, ground = evidence(graph, "seen early"), evidence(graph, "seen later"), assumption(graph)
+    edge = graph.add_edge(doc.id, "mentions", thing.id, evidence_ids=[early.id, late.id])
+    graph.bind_edge(edge.id, ground.id)
+    projection = graph.subgraph([doc.id, thing.id, early.id])
+    kept = projection.edges[edge.id]
+    assert (kept.evidence_ids, kept.assumption_id) == ((early.id,), None)
+    assert projection.bound_edges(ground.id) == []
+    assert load_graph(dump_graph(projection)).edges[edge.id].evidence_ids == (early.id,)
+    assert graph.edges[edge.id].evidence_ids == (early.id, late.id)  # the original is untouched
+    assert graph.edges[edge.id].assumption_id == ground.id
+
+
 def test_self_edge_is_refused(graph: ContextGraph) -> None:
     one = claim(graph)
     with pytest.raises(OntologyError, match=f"^self edge on '{one.id}'$"):
