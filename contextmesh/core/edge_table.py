@@ -16,7 +16,7 @@ from __future__ import annotations
 import operator
 from array import array
 from bisect import bisect_left
-from collections.abc import Iterator, KeysView, MutableMapping, Sequence
+from collections.abc import ItemsView, Iterator, KeysView, MutableMapping, Sequence, ValuesView
 from itertools import chain, compress, repeat
 from typing import Any
 
@@ -217,7 +217,7 @@ class EdgeTable(MutableMapping[str, EdgeRecord]):
     def __contains__(self, key: object) -> bool:
         if key in self._later:
             return True
-        return type(key) is str and self._row_of(key) is not None
+        return isinstance(key, str) and self._row_of(key) is not None
 
     def __setitem__(self, key: str, record: EdgeRecord) -> None:
         row = None if key in self._later else self._row_of(key)
@@ -255,10 +255,10 @@ class EdgeTable(MutableMapping[str, EdgeRecord]):
         # No loaded columns: the record dict's own view, whose set operations run at C speed.
         return self._later.keys() if self._columns is None else KeysView(self)
 
-    def values(self) -> _Values:  # type: ignore[override]
+    def values(self) -> _Values:
         return _Values(self)
 
-    def items(self) -> _Items:  # type: ignore[override]
+    def items(self) -> _Items:
         return _Items(self)
 
     def _all_records(self) -> Iterator[EdgeRecord]:
@@ -269,6 +269,28 @@ class EdgeTable(MutableMapping[str, EdgeRecord]):
         if self._gone:
             built = compress(self._built, (row not in self._gone for row in range(len(self._built))))
         return chain(built, self._later.values())
+
+    def popitem(self) -> tuple[str, EdgeRecord]:
+        """As ``dict.popitem``: the last edge inserted, removed and returned."""
+        if self._later:
+            return self._later.popitem()
+        for key in reversed(self):
+            return key, self.pop(key)
+        raise KeyError("popitem(): the edge table is empty")
+
+    def __reversed__(self) -> Iterator[str]:
+        return reversed(list(self))
+
+    def copy(self) -> EdgeTable:
+        """A shallow copy, as ``dict.copy``: its own table, the same record objects."""
+        self._build_all()  # so that both tables hold one record per edge, as two dicts would
+        twin = EdgeTable()
+        twin._later = dict(self._later)
+        twin._columns, twin._built, twin._gone = self._columns, list(self._built), set(self._gone)
+        twin._index, twin._out, twin._in = self._index, self._out, self._in  # read-only once built
+        return twin
+
+    __copy__ = copy
 
     def clear(self) -> None:
         self._later.clear()
@@ -286,12 +308,13 @@ class EdgeTable(MutableMapping[str, EdgeRecord]):
         return f"EdgeTable({len(self)} edges)"
 
 
-class _Values:
+class _Values(ValuesView[EdgeRecord]):
     """``EdgeTable.values()``: a re-iterable view of the records in insertion order."""
 
     __slots__ = ("_table",)
 
     def __init__(self, table: EdgeTable) -> None:
+        super().__init__(table)
         self._table = table
 
     def __iter__(self) -> Iterator[EdgeRecord]:
@@ -304,12 +327,13 @@ class _Values:
         return any(record == value for value in self)
 
 
-class _Items:
-    """``EdgeTable.items()``: ``(id, record)`` pairs in insertion order."""
+class _Items(ItemsView[str, EdgeRecord]):
+    """``EdgeTable.items()``: ``(id, record)`` pairs in insertion order; compares as a set, as a dict's."""
 
     __slots__ = ("_table",)
 
     def __init__(self, table: EdgeTable) -> None:
+        super().__init__(table)
         self._table = table
 
     def __iter__(self) -> Iterator[tuple[str, EdgeRecord]]:

@@ -461,11 +461,14 @@ class ContextGraph(Adjacency):
     def _undo(self, node_ids: Iterable[str], edge_ids: Iterable[str]) -> None:
         """Remove nodes and edges a failed operation just added (edges first). Rollback only."""
         for eid in edge_ids:
-            edge = self.edges.pop(eid, None)
+            edge = self.edges.get(eid)
             if edge is None:
                 continue
-            self._outs(self.nodes[edge.src]).remove(edge)
-            self._ins(self.nodes[edge.dst]).remove(edge)
+            # Gathered before the pop: a loaded node's lists are built from the table on first use.
+            outs, ins = self._outs(self.nodes[edge.src]), self._ins(self.nodes[edge.dst])
+            del self.edges[eid]
+            outs.remove(edge)
+            ins.remove(edge)
             if self._nx is not None:
                 self._nx.remove_edge(edge.src, edge.dst, key=eid)
         for nid in node_ids:

@@ -136,8 +136,6 @@ _PREDICATES = (
 _PURPOSES = ("vector search", "the job queue", "caching", "analytics", "ingestion", "the api layer")
 _EVIDENCE_KINDS = ("benchmark", "test run", "incident", "user report", "audit")
 
-_TYPE_KEYS = 16  # an edge-type number fits in 4 bits of a triple key
-
 
 def generate_graph(
     nodes: int,
@@ -357,7 +355,7 @@ def _add_random_edges(graph: ContextGraph, pools: dict[str, list[str]], wanted: 
     # triples was the generator's largest cost in time and memory.
     keys = _TripleKeys(graph, pools)
     stored = keys.stored(graph, pools)
-    width, type_number, offset = keys.width, keys.type_number, keys.offset
+    width, type_number, offset, types = keys.width, keys.type_number, keys.offset, keys.types
 
     spans = {t: (weights, weights[-1] if weights else 0.0, len(weights) - 1) for t, weights in cumulative.items()}
     draw = rng.random
@@ -378,9 +376,7 @@ def _add_random_edges(graph: ContextGraph, pools: dict[str, list[str]], wanted: 
             if src_index == dst_index:
                 continue
             src_index, dst_index = max(src_index, dst_index), min(src_index, dst_index)  # invariant 4
-        key = ((offset[src_type] + src_index) * width + offset[dst_type] + dst_index) * _TYPE_KEYS + type_number[
-            edge_type
-        ]
+        key = ((offset[src_type] + src_index) * width + offset[dst_type] + dst_index) * types + type_number[edge_type]
         if key in stored:
             continue  # a repeat would merge into the existing edge, not add one
         src, dst = pools[src_type][src_index], pools[dst_type][dst_index]
@@ -409,8 +405,7 @@ class _TripleKeys:
             at += len(pool)
         self.width = max(at, 1)
         self.type_number = {edge_type: number for number, edge_type in enumerate(graph.ontology.edge_types)}
-        if len(self.type_number) > _TYPE_KEYS:
-            raise InputError("generate_graph", f"{len(self.type_number)} edge types", f"at most {_TYPE_KEYS}")
+        self.types = max(len(self.type_number), 1)  # Python's ints have no width: any ontology fits
 
     def stored(self, graph: ContextGraph, pools: dict[str, list[str]]) -> set[int]:
         """The keys of the edges the graph holds already (the grounding edges)."""
@@ -418,7 +413,7 @@ class _TripleKeys:
             return set()
         place = {n: self.offset[t] + i for t, pool in pools.items() for i, n in enumerate(pool)}
         return {
-            (place[e.src] * self.width + place[e.dst]) * _TYPE_KEYS + self.type_number[e.type]
+            (place[e.src] * self.width + place[e.dst]) * self.types + self.type_number[e.type]
             for e in graph.edges.values()
         }
 
