@@ -151,27 +151,24 @@ def _api_failure(exc: BaseException) -> Failure | None:
     cause: BaseException | None = exc
     while cause is not None and id(cause) not in seen:
         seen.add(id(cause))
-        if type(cause).__module__.split(".")[0] in {"httpx", "prefect"} and _request_of(cause) is not None:
-            return _told(cause)
+        request = _request_of(cause) if type(cause).__module__.split(".")[0] in {"httpx", "prefect"} else None
+        if request is not None:
+            return _told(cause, *request)
         cause = cause.__cause__ or cause.__context__
     return None
 
 
-def _told(exc: BaseException) -> Failure | None:
-    request = _request_of(exc)
-    if request is None:
-        return None
-    method, url = request
+def _told(exc: BaseException, method: str, url: str) -> Failure:
     status = getattr(getattr(exc, "response", None), "status_code", None)
     if isinstance(status, int):
-        busy = status in {429, 502, 503, 504}
-        advice = (
-            "the server is busy or restarting — run the command again"
-            if busy
-            else "the request was refused; nothing after it was done"
-        )
-        message = f"the Prefect API answered {status} to {method} {url} after its client's retries; {advice}"
-        return Failure("ApiError", one_line(message), url, REFUSED)
+        if status in {429, 502, 503, 504}:  # what Prefect's client retries: still refused after them
+            told = (
+                f"answered {status} to {method} {url} after its client's retries; "
+                "the server is busy or restarting — run the command again"
+            )
+        else:
+            told = f"refused {method} {url} with {status}"
+        return Failure("ApiError", one_line(f"the Prefect API {told}"), url, REFUSED)
     message = (
         f"the Prefect API did not answer {method} {url} ({type(exc).__name__}: {exc or 'no detail'}); "
         "is the server running and reachable?"
