@@ -24,9 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
-from orch_helpers import artifacts, events, flow_run, post
+from orch_helpers import artifacts, events, flow_run, pause_schedules, post
 
 from contextmesh.core.canonical import loads
 from contextmesh.demo.auth import ADVISORY_TEXT, DEFAULT_KEYS, publish
@@ -159,9 +158,7 @@ def loop(prefect_api: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator
         assert "still " not in repair_text + resume_text, "\n".join([repair_text, resume_text, *seen()])
         # The story is told: stop the 1 s schedule so the runs list (newest 100 first) still holds the
         # disproving recheck and the blocked resume however long the module's tests take under load.
-        httpx.post(
-            f"{prefect_api}/deployments/{disproving['deployment_id']}/pause_deployment", timeout=10.0
-        ).raise_for_status()
+        pause_schedules(prefect_api, disproving["deployment_id"])
         yield Loop(prefect_api, directory, feed, sid, disproving, blocked, repair, resume, repair_text, resume_text)
     finally:
         mp.undo()
